@@ -1,0 +1,124 @@
+"""Newton with double noise: Algorithm 3 of the paper and its adaptive-lambda variant.
+
+Per iteration t of T, with rho_t = rho/T [paper_spec 2.3, the released code]:
+
+1. rho_g = g_f rho_t, rho_H = (1 - g_f) rho_t, rho_tr = f_tr rho_H, rho_dir = (1 - f_tr) rho_H;
+2. noisy gradient  g~ = grad(w) + reg w + N(0, s_g^2 I),  s_g = (1/n)/sqrt(2 rho_g)  (sensitivity 1/n);
+3. SOI H = Hessian or H_qu at w (no regulariser);
+4. adaptive lambda (the variant the paper's experiments use, [P section 5.2]):
+   tau~ = c max(tr H + N(0, s_tr^2), 0), s_tr = (1/(4n))/sqrt(2 rho_tr) (trace sensitivity 1/(4n));
+   released code ("v2"): lambda = max((tau~/(n^2 rho_dir))^(1/3), 1/n), c = 0.5, g_f = 0.7, f_tr = 0.1;
+   older code ("v1"):    lambda = (tau~/(n^2 rho_dir))^(1/3) + 8e-4, c = 1, g_f = 0.75, f_tr = 0.1;
+   fixed lambda (Algorithm 3 as printed): lambda = lambda0, f_tr = 0, theta = 1 - g_f;
+5. w <- w - Psi_lambda(H)^-1 g~ + N(0, s_dir^2 I), s_dir = Delta_dir/sqrt(2 rho_dir) with
+   Delta_dir = ||g~||/(4 n lambda^2 -/+ lambda) (clip/add; see :mod:`.newton_direction`).
+
+The three releases of every step are charged to the run's ledger, so the ledger sums to rho.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..loss import LogisticProblem
+from .base import RunContext, RunResult, iterate_single
+from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
+
+CONSTANTS = {
+    # released code (tensorflow/privacy research/dp_newton/src, "V2")
+    "v2": {"grad_frac": 0.7, "trace_frac": 0.1, "trace_coeff": 0.5},
+    # older code (V1): additive 8e-4, no floor
+    "v1": {"grad_frac": 0.75, "trace_frac": 0.1, "trace_coeff": 1.0},
+}
+V1_LAMBDA_OFFSET = 8e-4
+
+
+@dataclass(frozen=True)
+class DoubleNoiseConfig:
+    soi: str = "hessian"                 # "hessian" | "qu"
+    modification: str = "clip"           # "clip" | "add"
+    lambda_mode: str = "adaptive"        # "adaptive" | "fixed"
+    lambda0: float | None = None         # fixed mode only
+    constants: str = "v2"                # "v2" (released) | "v1" (older code)
+    grad_frac: float | None = None       # None: from constants
+    trace_frac: float | None = None
+    trace_coeff: float | None = None
+    reg: float = 1e-8                    # the code adds 1e-8 w to the gradient
+    reset: bool = False                  # the code's data-dependent explosion reset (not private)
+
+    def resolved(self) -> "DoubleNoiseConfig":
+        if self.soi not in ("hessian", "qu"):
+            raise ValueError(f"soi={self.soi!r} is unknown; choose 'hessian' or 'qu'")
+        if self.modification not in MODIFICATIONS:
+            raise ValueError(f"modification={self.modification!r} is unknown; choose 'clip' or 'add'")
+        if self.constants not in CONSTANTS:
+            raise ValueError(f"constants={self.constants!r} is unknown; choose 'v2' or 'v1'")
+        if self.lambda_mode not in ("adaptive", "fixed"):
+            raise ValueError(f"lambda_mode={self.lambda_mode!r} is unknown; choose 'adaptive' or 'fixed'")
+        base = CONSTANTS[self.constants]
+        gf = base["grad_frac"] if self.grad_frac is None else float(self.grad_frac)
+        ftr = base["trace_frac"] if self.trace_frac is None else float(self.trace_frac)
+        coeff = base["trace_coeff"] if self.trace_coeff is None else float(self.trace_coeff)
+        if self.lambda_mode == "fixed":
+            if self.lambda0 is None or not self.lambda0 > 0:
+                raise ValueError(f"lambda0={self.lambda0!r}: fixed lambda mode needs lambda0 > 0")
+            ftr = 0.0
+        if not 0 < gf < 1:
+            raise ValueError(f"grad_frac={gf!r} must lie in (0, 1)")
+        if not 0 <= ftr < 1:
+            raise ValueError(f"trace_frac={ftr!r} must lie in [0, 1)")
+        if self.lambda_mode == "adaptive" and not ftr > 0:
+            raise ValueError(f"trace_frac={ftr!r} must be > 0 for the adaptive lambda")
+        if not coeff > 0:
+            raise ValueError(f"trace_coeff={coeff!r} must be > 0")
+        return DoubleNoiseConfig(self.soi, self.modification, self.lambda_mode, self.lambda0,
+                                 self.constants, gf, ftr, coeff, self.reg, self.reset)
+
+
+def adaptive_lambda(noisy_trace: float, n: int, rho_dir: float, cfg: DoubleNoiseConfig) -> float:
+    """lambda_t from the clamped, scaled noisy trace tau~ (paper_spec 2.3 step 5)."""
+    base = np.cbrt(noisy_trace / (n * n * rho_dir))
+    if cfg.constants == "v1":
+        return float(base + V1_LAMBDA_OFFSET)
+    return float(max(base, 1.0 / n))
+
+
+def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
+                     cfg: DoubleNoiseConfig) -> list[RunResult]:
+    cfg = cfg.resolved()
+    n, d = problem.n, problem.d
+    if cfg.lambda_mode == "fixed" and cfg.modification == "clip" and cfg.lambda0 <= 1.0 / (4 * n):
+        raise ValueError(f"lambda0={cfg.lambda0!r}: clip needs lambda0 > 1/(4n) = {1 / (4 * n):.3g}")
+    results = []
+    for ctx in contexts:
+        ledger, rng = ctx.ledger, ctx.rng
+        rho_t = ctx.rho / ctx.iterations
+        rho_g = cfg.grad_frac * rho_t
+        rho_h = rho_t - rho_g
+        rho_tr = cfg.trace_frac * rho_h
+        rho_dir = rho_h - rho_tr
+        lambdas: list[float] = []
+
+        def step(w, m, t):
+            g = problem.grad_from_margins(m) + cfg.reg * w
+            s_g = ledger.charge(t, "gradient", 1.0 / n, rho_g)
+            g_noisy = g + s_g * rng.standard_normal(d)
+            H = problem.soi_from_margins(m, cfg.soi)
+            if cfg.lambda_mode == "adaptive":
+                s_tr = ledger.charge(t, "trace", 1.0 / (4.0 * n), rho_tr)
+                tau = cfg.trace_coeff * max(float(np.trace(H)) + s_tr * rng.standard_normal(), 0.0)
+                lam = adaptive_lambda(tau, n, rho_dir, cfg)
+            else:
+                lam = float(cfg.lambda0)
+            lambdas.append(lam)
+            direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
+            sens = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, n, cfg.modification)
+            s_dir = ledger.charge(t, "direction", sens, rho_dir)
+            return w - direction + s_dir * rng.standard_normal(d)
+
+        res = iterate_single(problem, ctx, step, reset=cfg.reset)
+        res.diagnostics["lambda"] = lambdas
+        results.append(res)
+    return results

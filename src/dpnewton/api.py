@@ -1,0 +1,40 @@
+"""``dpnewton.fit``: train one private logistic-regression model on arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .algorithms import RunResult
+from .algorithms.optimum import find_optimum
+from .experiment import DEFAULT_CONVERSION, result_record, run_algorithm
+from .loss import LogisticProblem
+from .privacy import PrivacyLedger
+
+
+@dataclass
+class FitResult:
+    weights: np.ndarray
+    ledger: PrivacyLedger
+    record: dict
+    run: RunResult
+
+
+def fit(X, y, algorithm: str, epsilon: float, delta: float | None = None, iterations: int = 10,
+        seed: int = 0, conversion: str = DEFAULT_CONVERSION, dataset: str = "user",
+        excess_loss: bool = True, **hyper) -> FitResult:
+    """Fit ``algorithm`` privately on (X, y), y in {-1, +1}; rows are projected to the unit ball.
+
+    Returns the weights (for the projected rows z_i = y_i x_i / max(1, ||x_i||), i.e. predict
+    sign(<x, w>)), the privacy ledger and a record with epsilon, delta, rho and the conversion.
+    With ``excess_loss=True`` the non-private optimum is computed (not private; evaluation only).
+    """
+    problem = LogisticProblem.from_xy(X, y, name=dataset)
+    if excess_loss:
+        opt = find_optimum(problem)
+        problem.set_optimum(opt.w, opt.loss)
+    (res,) = run_algorithm(problem, dataset, algorithm, epsilon, [seed], [iterations], delta=delta,
+                           conversion=conversion, hyper=hyper)
+    delta_used = res.ledger.budget_rho and (delta if delta is not None else 1.0 / problem.n ** 2)
+    return FitResult(res.w, res.ledger, result_record(res, conversion, epsilon, delta_used), res)

@@ -1,0 +1,135 @@
+"""Command line: ``dpnewton run | prepare | optimum | conversions``.
+
+Errors in the arguments or the data end the command with exit status 2 and a one-line message
+(no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+from .io import to_json
+
+
+def _hyper_value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def _parse_hyper(items: list[str]) -> dict:
+    hyper = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"--hyper {item!r} must look like KEY=VALUE")
+        key, value = item.split("=", 1)
+        hyper[key.replace("-", "_")] = _hyper_value(value)
+    return hyper
+
+
+def _cmd_run(args) -> int:
+    from .algorithms import get_algorithm
+    from .experiment import result_record, run_algorithm
+    from .problems import load_problem
+
+    get_algorithm(args.algorithm)  # fail on a bad name before any data work
+    problem = load_problem(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
+                           cache_dir=args.cache_dir)
+    name = args.dataset or "custom"
+    (res,) = run_algorithm(problem, name, args.algorithm, args.epsilon, [args.seed], [args.iterations],
+                           delta=args.delta, conversion=args.conversion, hyper=_parse_hyper(args.hyper))
+    delta = args.delta if args.delta is not None else 1.0 / problem.n ** 2
+    record = result_record(res, args.conversion, args.epsilon, delta)
+    record["n"], record["d"] = problem.n, problem.d
+    if args.ledger:
+        record["ledger"] = res.ledger.as_records()
+    print(to_json(record, indent=2 if not args.json else None))
+    return 0
+
+
+def _cmd_optimum(args) -> int:
+    from .data import prepare
+    from .problems import compute_optimum
+
+    prepared = prepare(args.name, data_dir=args.data_dir, cache_dir=args.cache_dir)
+    summary = compute_optimum(prepared.path, args.out, None, tol=args.tol)
+    summary.pop("log")
+    print(to_json(summary, indent=2))
+    return 0
+
+
+def _cmd_conversions(args) -> int:
+    from .privacy import CONVERSIONS, epsilon_to_rho
+
+    rows = {c: epsilon_to_rho(args.epsilon, args.delta, c) for c in CONVERSIONS}
+    print(to_json({"epsilon": args.epsilon, "delta": args.delta, "rho": rows}, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .experiment import DEFAULT_CONVERSION
+    from .privacy import CONVERSIONS
+
+    parser = argparse.ArgumentParser(prog="dpnewton", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"dpnewton {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one private optimizer and print a JSON record")
+    src = run.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help="a named dataset (see `dpnewton prepare --help`)")
+    src.add_argument("--data", help="a LIBSVM or CSV file of your own")
+    run.add_argument("--algorithm", required=True)
+    run.add_argument("--epsilon", type=float, required=True)
+    run.add_argument("--delta", type=float, default=None, help="default n^-2")
+    run.add_argument("--iterations", "-T", type=int, required=True)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--conversion", default=DEFAULT_CONVERSION, choices=CONVERSIONS)
+    run.add_argument("--hyper", action="append", default=[], metavar="KEY=VALUE",
+                     help="algorithm hyper-parameter, repeatable (e.g. grad_frac=0.7)")
+    run.add_argument("--data-dir", default=None, help="folder with local copies of the source files")
+    run.add_argument("--cache-dir", default="resources/data")
+    run.add_argument("--json", action="store_true", help="one-line JSON")
+    run.add_argument("--ledger", action="store_true", help="include the per-release privacy ledger")
+    run.set_defaults(func=_cmd_run)
+
+    opt = sub.add_parser("optimum", help="compute and cache the non-private optimum of a dataset")
+    opt.add_argument("name")
+    opt.add_argument("--data-dir", default=None)
+    opt.add_argument("--cache-dir", default="resources/data")
+    opt.add_argument("--out", default=None)
+    opt.add_argument("--tol", type=float, default=1e-10)
+    opt.set_defaults(func=_cmd_optimum)
+
+    conv = sub.add_parser("conversions", help="rho granted for (epsilon, delta) by every conversion")
+    conv.add_argument("--epsilon", type=float, required=True)
+    conv.add_argument("--delta", type=float, required=True)
+    conv.set_defaults(func=_cmd_conversions)
+
+    for module in ("dpnewton.data.cli", "dpnewton.audit_cli"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"dpnewton {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Running optimizers on a problem: budgets, seeding and one result record per run.
+
+:func:`run_algorithm` runs every (seed, T) pair of one (dataset, algorithm, epsilon) as one batch.
+Each run gets
+
+* rho from (epsilon, delta) through the named ``conversion`` (:mod:`dpnewton.privacy`), with
+  delta = n^-2 unless given [P section 6];
+* its own ``numpy.random.Generator`` seeded from (dataset, algorithm, epsilon, seed, T)
+  (:mod:`dpnewton.seeding`);
+* its own privacy ledger, checked to sum to rho after the run.
+
+BLAS runs single-threaded inside (threadpoolctl): the paper's runtimes are single-thread CPU
+numbers, and the bits of a BLAS product depend on its thread count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .algorithms import RunContext, RunResult, get_algorithm
+from .loss import LogisticProblem
+from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, default_delta, epsilon_to_rho,
+                      official_fsolve_failed, rho_to_epsilon)
+from .seeding import RunIdentity
+
+DEFAULT_CONVERSION = "bs16"
+LEDGER_TOLERANCE = 1e-9
+
+
+def validate_iterations(iterations) -> int:
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise ValueError(f"iterations={iterations!r} must be an integer >= 1")
+    return int(iterations)
+
+
+def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str) -> tuple[float, float]:
+    """(delta, rho) for a target epsilon: delta defaults to n^-2; rho via ``conversion``."""
+    if conversion not in CONVERSIONS:
+        raise ValueError(f"conversion={conversion!r} is unknown; choose one of {', '.join(CONVERSIONS)}")
+    delta = default_delta(n) if delta is None else delta
+    check_epsilon_delta(epsilon, delta)
+    return delta, epsilon_to_rho(epsilon, delta, conversion)
+
+
+def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, conversion: str, rho: float,
+                  runs: Iterable[tuple[int, int]]) -> list[RunContext]:
+    contexts = []
+    for seed, T in runs:
+        ident = RunIdentity(dataset, algorithm, float(epsilon), int(seed), validate_iterations(T))
+        contexts.append(RunContext(ident, float(epsilon), float(delta), conversion, float(rho),
+                                   PrivacyLedger(float(rho)), ident.generator()))
+    return contexts
+
+
+def check_ledger(result: RunResult) -> None:
+    """The ledger of a finished run must spend its budget: no more (raised earlier) and no less."""
+    ledger = result.ledger
+    if ledger.entries:
+        spent = ledger.spent_rho
+        if not math.isclose(spent, ledger.budget_rho, rel_tol=LEDGER_TOLERANCE):
+            raise AssertionError(f"run {result.identity} spent rho={spent!r} of {ledger.budget_rho!r}")
+
+
+def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float,
+                  seeds: Sequence[int], iterations: Sequence[int] | int, delta: float | None = None,
+                  conversion: str = DEFAULT_CONVERSION, hyper: dict | None = None,
+                  blas_threads: int = 1) -> list[RunResult]:
+    """Run ``algorithm`` for every (seed, T) in seeds x iterations; one batch, one result per run."""
+    spec = get_algorithm(algorithm)
+    Ts = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
+    if not Ts:
+        raise ValueError("iterations must not be empty")
+    for T in Ts:
+        validate_iterations(T)
+    delta, rho = resolve_budget(epsilon, delta, problem.n, conversion)
+    contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho,
+                             [(s, T) for s in seeds for T in Ts])
+    with threadpool_limits(blas_threads):
+        results = spec.run(problem, contexts, dict(hyper or {}))
+    for res in results:
+        check_ledger(res)
+    return results
+
+
+def result_record(result: RunResult, conversion: str, epsilon: float, delta: float) -> dict:
+    """A flat, JSON-ready record of one run (the row the pipeline writes)."""
+    ident = result.identity
+    ledger = result.ledger
+    rho = ledger.budget_rho
+    record = {
+        "dataset": ident.dataset, "algorithm": ident.algorithm, "epsilon": ident.epsilon,
+        "delta": delta, "conversion": conversion, "rho": rho,
+        "epsilon_spent_cks": rho_to_epsilon(rho, delta, "cks"),
+        "conversion_failed": bool(conversion == "official-fsolve" and official_fsolve_failed(epsilon, delta)),
+        "iterations": ident.iterations, "seed": ident.seed,
+        "excess_loss": result.final_excess_loss, "runtime_s": result.runtime_s,
+        "ledger_rho_total": ledger.spent_rho if ledger.entries else rho,
+        "n_releases": len(ledger.entries), "resets": result.resets,
+        "diverged": bool(result.diagnostics.get("diverged", False)),
+        "nonprivate": "; ".join(ledger.nonprivate),
+    }
+    if ledger.events:
+        record["accounting_events"] = ledger.events
+    return record

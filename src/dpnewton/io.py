@@ -1,0 +1,58 @@
+"""Atomic file writes: write to a temporary file in the target folder, fsync, then rename.
+
+An interrupted write therefore never leaves a file that looks complete under its final name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = ""):
+    """Yield a temporary path next to ``path``; on success it is renamed onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def to_json(obj, **kw) -> str:
+    return json.dumps(obj, default=_json_default, **kw)
+
+
+def atomic_write_json(path, obj) -> None:
+    atomic_write_text(path, to_json(obj, indent=2, sort_keys=True) + "\n")
+
+
+def atomic_write_npz(path, **arrays) -> None:
+    with atomic_path(path, suffix=".npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
