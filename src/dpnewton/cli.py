@@ -34,10 +34,12 @@ def _parse_hyper(items: list[str]) -> dict:
 
 def _cmd_run(args) -> int:
     from .algorithms import get_algorithm
-    from .experiment import result_record, run_algorithm
+    from .experiment import result_record, run_algorithm, validate_run_arguments
     from .problems import load_problem
 
-    get_algorithm(args.algorithm)  # fail on a bad name before any data work
+    # fail on bad arguments before any data work
+    get_algorithm(args.algorithm)
+    validate_run_arguments(args.epsilon, args.delta, args.iterations, args.conversion)
     problem = load_problem(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
                            cache_dir=args.cache_dir)
     name = args.dataset or "custom"

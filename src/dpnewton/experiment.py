@@ -37,6 +37,14 @@ def validate_iterations(iterations) -> int:
     return int(iterations)
 
 
+def validate_run_arguments(epsilon: float, delta: float | None, iterations: int, conversion: str) -> None:
+    """Check a run's privacy and length arguments without touching data (ValueError names them)."""
+    check_epsilon_delta(epsilon, 0.5 if delta is None else delta)
+    validate_iterations(iterations)
+    if conversion not in CONVERSIONS:
+        raise ValueError(f"conversion={conversion!r} is unknown; choose one of {', '.join(CONVERSIONS)}")
+
+
 def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str) -> tuple[float, float]:
     """(delta, rho) for a target epsilon: delta defaults to n^-2; rho via ``conversion``."""
     if conversion not in CONVERSIONS:

@@ -1,0 +1,209 @@
+"""prepare(): resolve sources, build, validate, write .npz + JSON sidecar, reuse cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import DatasetError
+from .loaders import BUILDERS, RESOLVERS, Context
+from .registry import COMMON_OPTIONS, get_spec
+from .validate import check_prepared, label_counts
+
+#: bump when any recipe changes in a way that alters outputs (invalidates caches)
+FORMAT = "dpnewton-prepared/1"
+
+
+@dataclass(frozen=True)
+class PreparedDataset:
+    """Features X (float64, n x d, bias prepended where applicable, *not* row-projected),
+    labels y (float64 in {-1, +1}), dataset name and the sidecar dict ``meta``."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    meta: dict[str, Any] = field(repr=False)
+    path: Path | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+    def summary(self) -> str:
+        c = self.meta.get("label_counts") or label_counts(self.y)
+        return f"{self.name}: n={self.n} d={self.d} labels -1: {c['-1']}, +1: {c['+1']}"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def sidecar_path(out: Path) -> Path:
+    return out.with_suffix(".json")
+
+
+def _out_path(name: str, out, cache_dir: Path) -> Path:
+    p = Path(out).expanduser() if out is not None else cache_dir / f"{name}.npz"
+    if p.suffix != ".npz":
+        p = p.with_name(p.name + ".npz")
+    return p
+
+
+def _split_options(spec, options: dict) -> tuple[dict, dict]:
+    common = dict(COMMON_OPTIONS)
+    opts = dict(spec.options)
+    for k, v in options.items():
+        if k in common:
+            common[k] = v
+        elif k in opts:
+            opts[k] = v
+        else:
+            allowed = sorted(set(spec.options) | set(COMMON_OPTIONS))
+            raise DatasetError(
+                f"dataset {spec.name!r} does not take option {k!r}; allowed: {', '.join(allowed) or 'none'}"
+            )
+    if opts.get("file") is not None:
+        opts["file"] = str(opts["file"])
+    try:
+        json.dumps(opts)
+    except TypeError as exc:
+        raise DatasetError(f"dataset {spec.name!r}: option values must be plain JSON values ({exc})") from None
+    return opts, common
+
+
+def _atomic_write(target: Path, write) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _array_sha256(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **options) -> PreparedDataset:
+    """Build (or reuse from cache) the prepared dataset ``name``.
+
+    Writes ``out`` (default ``cache_dir/<name>.npz``) and a JSON sidecar next to it
+    (same stem, ``.json``).  Options: dataset-specific ones (see ``DATASETS[name].options``)
+    plus ``verify_checksum`` (default True), ``allow_download`` (default True) and
+    ``force`` (rebuild even if the cache is valid).
+    """
+    spec = get_spec(name)
+    opts, common = _split_options(spec, options)
+    cache_dir = Path(cache_dir).expanduser()
+    from .sources import resolve_data_dir
+
+    ctx = Context(resolve_data_dir(data_dir), cache_dir, bool(common["verify_checksum"]),
+                  bool(common["allow_download"]))
+    out_path = _out_path(name, out, cache_dir)
+    side = sidecar_path(out_path)
+
+    files = RESOLVERS[spec.loader](spec, ctx, opts)
+    sources = [
+        {"role": role, "file": rf.path.name, "path": str(rf.path), "sha256": rf.sha256,
+         "origin": rf.origin, "verified": rf.verified}
+        for role, rf in sorted(files.items())
+    ]
+    key_material = {
+        "format": FORMAT, "name": name, "options": {k: v for k, v in opts.items() if k != "file"},
+        "sources": sorted((s["role"], s["sha256"]) for s in sources),
+        "verify_checksum": ctx.verify,
+    }
+    cache_key = hashlib.sha256(json.dumps(key_material, sort_keys=True).encode()).hexdigest()
+
+    if not common["force"] and out_path.is_file() and side.is_file():
+        try:
+            cached = load_prepared(out_path)
+            if cached.meta.get("cache_key") == cache_key:
+                return cached
+        except DatasetError:
+            pass  # stale or damaged: rebuild below
+
+    built = BUILDERS[spec.loader](spec, files, opts, ctx)
+    X, y = check_prepared(built.X, built.y, f"dataset {name!r}")
+    if ctx.verify and spec.sources and spec.shape[0] is not None and X.shape != tuple(spec.shape):
+        raise DatasetError(
+            f"dataset {name!r}: built shape {X.shape} differs from the documented {tuple(spec.shape)}; "
+            f"the source files ({', '.join(s['path'] for s in sources)}) are not the canonical ones"
+        )
+    meta: dict[str, Any] = {
+        "format": FORMAT,
+        "name": name,
+        "description": spec.description,
+        "preprocessing": built.prep_version,
+        "n": int(X.shape[0]),
+        "d": int(X.shape[1]),
+        "bias": bool(spec.bias if name != "custom" else opts.get("bias", True)),
+        "row_projection": "not applied (done by the numerical core)",
+        "label_counts": label_counts(y),
+        "label_mapping": built.label_mapping,
+        "options": opts,
+        "verify_checksum": ctx.verify,
+        "sources": sources,
+        "x_sha256": _array_sha256(X),
+        "y_sha256": _array_sha256(y),
+        "cache_key": cache_key,
+        "dpnewton_version": _version("dpnewton"),
+        "numpy_version": np.__version__,
+        "scikit_learn_version": _version("scikit-learn"),
+        **built.meta,
+    }
+    try:
+        _atomic_write(out_path, lambda fh: np.savez(
+            fh, X=X, y=y, name=np.array(name), preprocessing=np.array(built.prep_version),
+            cache_key=np.array(cache_key)))
+        _atomic_write(side, lambda fh: fh.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode()))
+    except OSError as exc:
+        raise DatasetError(f"cannot write {out_path} / {side}: {exc}; choose a writable --out or cache_dir") from None
+    return PreparedDataset(name, X, y, meta, out_path)
+
+
+def load_prepared(path) -> PreparedDataset:
+    """Read a prepared ``.npz`` (``allow_pickle=False``) and its JSON sidecar; check they agree."""
+    p = Path(path).expanduser()
+    if p.suffix == ".json":
+        p = p.with_suffix(".npz")
+    side = sidecar_path(p)
+    if not p.is_file() or not side.is_file():
+        missing = p if not p.is_file() else side
+        raise DatasetError(f"prepared file {missing} not found; run 'dpnewton prepare NAME --out {p}' first")
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+        with np.load(p, allow_pickle=False) as z:
+            X, y = z["X"], z["y"]
+            name, key = str(z["name"]), str(z["cache_key"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        raise DatasetError(f"{p}: unreadable prepared dataset ({type(exc).__name__}: {exc}); "
+                           "delete it and run prepare again") from None
+    if meta.get("cache_key") != key or meta.get("name") != name:
+        raise DatasetError(f"{p} and {side} do not belong together (different build); run prepare again")
+    if X.dtype != np.float64 or y.dtype != np.float64 or X.ndim != 2 or y.shape != (X.shape[0],):
+        raise DatasetError(f"{p}: arrays have unexpected dtype/shape; delete it and run prepare again")
+    if meta.get("x_sha256") != _array_sha256(X) or meta.get("y_sha256") != _array_sha256(y):
+        raise DatasetError(f"{p}: array contents do not match the sidecar hashes; delete it and run prepare again")
+    return PreparedDataset(name, X, y, meta, p)

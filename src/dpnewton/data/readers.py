@@ -1,0 +1,166 @@
+"""File-format parsers (LIBSVM, CSV, IDX, parquet, whitespace tables).
+
+Each parser turns low-level failures (truncated gzip, malformed lines, ragged
+rows) into :class:`DatasetError` naming the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from .errors import DatasetError
+
+_CORRUPT = (EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError)
+
+
+def open_text(path: Path):
+    """Open a text file, transparently decompressing gzip (by magic bytes)."""
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def read_bytes_maybe_gzip(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        return data
+    except _CORRUPT as exc:
+        raise DatasetError(
+            f"{path}: truncated or corrupt gzip data ({exc}); delete the file and obtain a complete copy"
+        ) from None
+
+
+def read_libsvm(path: Path, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Dense float64 features and float64 raw labels of a LIBSVM/svmlight file."""
+    from sklearn.datasets import load_svmlight_file
+
+    data = read_bytes_maybe_gzip(path)
+    if not data.strip():
+        raise DatasetError(f"{path}: zero rows (empty file); check that the file is complete and non-empty")
+    try:
+        X, y = load_svmlight_file(io.BytesIO(data), n_features=n_features, dtype=np.float64)
+    except (ValueError, RuntimeError) as exc:
+        raise DatasetError(
+            f"{path}: not a valid LIBSVM file ({exc}); expected lines 'label index:value ...' "
+            "with increasing 1-based indices" + (f" below {n_features + 1}" if n_features else "")
+        ) from None
+    return np.asarray(X.toarray(), dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def read_csv(path: Path, label_column: int | str | None = None, delimiter: str = ","):
+    """Parse a CSV table. Returns (X float64, raw labels, header or None, label column index).
+
+    A first row with any non-numeric field is taken as a header. Every row must have
+    the same number of fields (blank lines are skipped).
+    """
+    rows: list[tuple[int, list[str]]] = []
+    try:
+        with open_text(path) as fh:
+            for lineno, row in enumerate(csv.reader(fh, delimiter=delimiter), start=1):
+                if not row or all(not f.strip() for f in row):
+                    continue
+                rows.append((lineno, [f.strip() for f in row]))
+    except _CORRUPT as exc:
+        raise DatasetError(
+            f"{path}: truncated or corrupt file ({exc}); delete it and obtain a complete copy"
+        ) from None
+    except csv.Error as exc:
+        raise DatasetError(f"{path}: malformed CSV ({exc}); fix the quoting in the file") from None
+    header = None
+    if rows and not all(_is_number(f) for f in rows[0][1]):
+        header = rows.pop(0)[1]
+    width = len(header) if header is not None else (len(rows[0][1]) if rows else 0)
+    for lineno, row in rows:
+        if len(row) != width:
+            raise DatasetError(
+                f"{path}: ragged CSV, line {lineno} has {len(row)} fields but the table has {width}; "
+                "every row needs the same number of comma-separated fields"
+            )
+    if not rows:
+        raise DatasetError(f"{path}: zero rows (no data lines); check that the file is complete and non-empty")
+    if width < 2:
+        raise DatasetError(f"{path}: need at least one feature column and one label column, found {width} column(s)")
+    col = _label_index(path, label_column, header, width)
+    feats = [i for i in range(width) if i != col]
+    X = np.empty((len(rows), len(feats)), dtype=np.float64)
+    for r, (lineno, row) in enumerate(rows):
+        for c, i in enumerate(feats):
+            try:
+                X[r, c] = float(row[i])
+            except ValueError:
+                raise DatasetError(
+                    f"{path}: non-numeric feature value {row[i]!r} at line {lineno}, column {i + 1}; "
+                    "all feature columns must be numbers (encode categories first)"
+                ) from None
+    labels = [row[col] for _, row in rows]
+    if all(_is_number(v) for v in labels):
+        raw = np.array([float(v) for v in labels], dtype=np.float64)
+    else:
+        raw = np.array(labels, dtype=str)
+    return X, raw, header, col
+
+
+def _label_index(path: Path, label_column, header, width: int) -> int:
+    if label_column is None:
+        return width - 1
+    if isinstance(label_column, str) and not label_column.lstrip("-").isdigit():
+        if header is None or label_column not in header:
+            raise DatasetError(
+                f"{path}: label column {label_column!r} not found"
+                + (f" in header {header}" if header else " (the file has no header row)")
+                + "; pass label_column as a header name or a 0-based index"
+            )
+        return header.index(label_column)
+    idx = int(label_column)
+    if not -width <= idx < width:
+        raise DatasetError(f"{path}: label column index {idx} out of range for {width} columns")
+    return idx % width
+
+
+_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """Parse an IDX file (MNIST format), gzip-compressed or not."""
+    data = read_bytes_maybe_gzip(path)
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_DTYPES:
+        raise DatasetError(f"{path}: not an IDX file (bad magic number); expected an MNIST-format idx file")
+    ndim = data[3]
+    header = 4 + 4 * ndim
+    if len(data) < header:
+        raise DatasetError(f"{path}: truncated IDX header; obtain a complete copy of the file")
+    dims = tuple(int(v) for v in np.frombuffer(data, dtype=">u4", count=ndim, offset=4))
+    dtype = np.dtype(_IDX_DTYPES[data[2]])
+    need = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+    if len(data) - header != need:
+        raise DatasetError(
+            f"{path}: truncated or oversized IDX data: header says {dims} ({need} bytes), "
+            f"file holds {len(data) - header} bytes; obtain a complete copy of the file"
+        )
+    return np.frombuffer(data, dtype=dtype, offset=header).reshape(dims)
+
+
+def read_npy(path: Path) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, OSError) as exc:
+        raise DatasetError(f"{path}: unreadable or truncated .npy file ({exc}); obtain a complete copy") from None

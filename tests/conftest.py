@@ -1,0 +1,38 @@
+"""Shared fixtures: small synthetic problems with known optimum, and the shared data folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpnewton.algorithms.optimum import find_optimum
+from dpnewton.loss import LogisticProblem
+
+SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+def make_problem(n: int = 400, d: int = 6, seed: int = 0, scale: float = 1.0) -> LogisticProblem:
+    """Unit-sphere features, w_true = scale * ones, Bernoulli(sigmoid) labels; optimum attached."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    p = 1.0 / (1.0 + np.exp(-X @ (scale * np.ones(d))))
+    y = np.where(rng.random(n) < p, 1.0, -1.0)
+    problem = LogisticProblem.from_xy(X, y, name=f"toy{seed}")
+    opt = find_optimum(problem)
+    problem.set_optimum(opt.w, opt.loss)
+    return problem
+
+
+@pytest.fixture(scope="session")
+def toy_problem() -> LogisticProblem:
+    return make_problem()
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"{SHARED_DATASETS} is absent (tests that use the real data files need it)")
+    return SHARED_DATASETS

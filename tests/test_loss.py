@@ -1,0 +1,94 @@
+"""Logistic loss, gradient, Hessian and the quadratic-upper-bound SOI."""
+
+import numpy as np
+import pytest
+from scipy import special
+
+from dpnewton.loss import LogisticProblem, hessian_coefficient, qu_coefficient
+from tests.conftest import make_problem
+
+
+def test_rows_are_projected_into_unit_ball():
+    X = np.array([[3.0, 4.0], [0.3, 0.4]])
+    p = LogisticProblem.from_xy(X, np.array([1.0, -1.0]))
+    np.testing.assert_allclose(p.Z, [[0.6, 0.8], [-0.3, -0.4]])
+
+
+def test_loss_known_values():
+    p = LogisticProblem.from_xy(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1.0, 1.0]))
+    assert p.loss(np.zeros(2)) == pytest.approx(np.log(2.0), rel=1e-15)
+    w = np.array([2.0, -1.0])
+    expected = 0.5 * (np.log1p(np.exp(-2.0)) + np.log1p(np.exp(1.0)))
+    assert p.loss(w) == pytest.approx(expected, rel=1e-14)
+
+
+def test_gradient_and_hessian_match_finite_differences(toy_problem):
+    rng = np.random.default_rng(1)
+    p = toy_problem
+    for _ in range(3):
+        w = rng.standard_normal(p.d) * 2
+        h = 1e-6
+        fd_grad = np.array([(p.loss(w + h * e) - p.loss(w - h * e)) / (2 * h) for e in np.eye(p.d)])
+        np.testing.assert_allclose(p.grad(w), fd_grad, rtol=1e-6, atol=1e-9)
+        fd_hess = np.array([(p.grad(w + h * e) - p.grad(w - h * e)) / (2 * h) for e in np.eye(p.d)])
+        np.testing.assert_allclose(p.hessian(w), fd_hess, rtol=1e-5, atol=1e-8)
+
+
+def test_minibatch_rows_match_subproblem(toy_problem):
+    rows = np.arange(0, toy_problem.n, 3)
+    sub = LogisticProblem(toy_problem.Z[rows])
+    w = np.linspace(-1, 1, toy_problem.d)
+    assert toy_problem.loss(w, rows) == pytest.approx(sub.loss(w), rel=1e-14)
+    np.testing.assert_allclose(toy_problem.grad(w, rows), sub.grad(w), rtol=1e-13)
+    np.testing.assert_allclose(toy_problem.qu(w, rows), sub.qu(w), rtol=1e-12)
+
+
+def test_stable_for_huge_margins():
+    m = np.array([-1e4, -800.0, -710.0, 0.0, 710.0, 800.0, 1e4])
+    loss = np.logaddexp(0.0, -m)
+    assert np.isfinite(loss).all() and loss[0] == pytest.approx(1e4)
+    assert np.isfinite(hessian_coefficient(m)).all()
+    q = qu_coefficient(m)
+    assert np.isfinite(q).all() and q[-1] == pytest.approx(0.5 / 1e4)
+    p = LogisticProblem(np.array([[1.0, 0.0], [0.0, -1.0]]))
+    w = np.array([1e4, 1e4])
+    assert np.isfinite(p.loss(w)) and np.isfinite(p.grad(w)).all() and np.isfinite(p.hessian(w)).all()
+
+
+def test_qu_coefficient_near_zero_is_one_quarter():
+    m = np.array([0.0, 1e-12, -1e-9, 1e-6, 1e-4, 1e-3])
+    exact = (special.expit(m[3:]) - 0.5) / m[3:]
+    q = qu_coefficient(m)
+    assert q[0] == 0.25 and q[1] == pytest.approx(0.25, abs=1e-15)
+    np.testing.assert_allclose(q[3:], exact, rtol=1e-9)
+    # the form (sigma(m) - 1/2)/m of paper_spec 1.1 agrees with tanh(m/2)/(2m) away from 0
+    m = np.linspace(0.01, 50, 200)
+    np.testing.assert_allclose(qu_coefficient(m), (special.expit(m) - 0.5) / m, rtol=1e-12)
+
+
+def test_qu_is_global_upper_bound():
+    """Lemma 5.1: l(w) <= l(v) + <g(v), w - v> + 1/2 (w - v)^T H_qu(v) (w - v) everywhere."""
+    p = make_problem(n=200, d=4, seed=3)
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        v = rng.standard_normal(p.d) * rng.choice([0.1, 1.0, 10.0])
+        w = v + rng.standard_normal(p.d) * rng.choice([0.1, 1.0, 10.0, 100.0])
+        diff = w - v
+        bound = p.loss(v) + p.grad(v) @ diff + 0.5 * diff @ p.qu(v) @ diff
+        assert p.loss(w) <= bound + 1e-12
+
+
+def test_qu_dominates_hessian_and_both_bounded_by_quarter(toy_problem):
+    w = np.random.default_rng(2).standard_normal(toy_problem.d) * 3
+    gap = np.linalg.eigvalsh(toy_problem.qu(w) - toy_problem.hessian(w))
+    assert gap.min() >= -1e-15
+    assert np.linalg.eigvalsh(toy_problem.qu(w)).max() <= 0.25 + 1e-15
+
+
+def test_rejects_bad_inputs():
+    with pytest.raises(ValueError, match="labels"):
+        LogisticProblem.from_xy(np.ones((2, 2)), np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="NaN"):
+        LogisticProblem(np.array([[np.nan, 0.0]]))
+    with pytest.raises(ValueError, match="unit ball"):
+        LogisticProblem(np.array([[2.0, 0.0]]))
