@@ -10,7 +10,7 @@ from .algorithms import RunResult
 from .algorithms.optimum import find_optimum
 from .experiment import DEFAULT_CONVERSION, result_record, run_algorithm
 from .loss import LogisticProblem
-from .privacy import PrivacyLedger
+from .privacy import PrivacyLedger, default_delta
 
 
 @dataclass
@@ -36,5 +36,5 @@ def fit(X, y, algorithm: str, epsilon: float, delta: float | None = None, iterat
         problem.set_optimum(opt.w, opt.loss)
     (res,) = run_algorithm(problem, dataset, algorithm, epsilon, [seed], [iterations], delta=delta,
                            conversion=conversion, hyper=hyper)
-    delta_used = res.ledger.budget_rho and (delta if delta is not None else 1.0 / problem.n ** 2)
+    delta_used = default_delta(problem.n) if delta is None else delta
     return FitResult(res.w, res.ledger, result_record(res, conversion, epsilon, delta_used), res)

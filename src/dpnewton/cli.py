@@ -35,6 +35,7 @@ def _parse_hyper(items: list[str]) -> dict:
 def _cmd_run(args) -> int:
     from .algorithms import get_algorithm
     from .experiment import result_record, run_algorithm, validate_run_arguments
+    from .privacy import default_delta
     from .problems import load_problem
 
     # fail on bad arguments before any data work
@@ -45,7 +46,7 @@ def _cmd_run(args) -> int:
     name = args.dataset or "custom"
     (res,) = run_algorithm(problem, name, args.algorithm, args.epsilon, [args.seed], [args.iterations],
                            delta=args.delta, conversion=args.conversion, hyper=_parse_hyper(args.hyper))
-    delta = args.delta if args.delta is not None else 1.0 / problem.n ** 2
+    delta = default_delta(problem.n) if args.delta is None else args.delta
     record = result_record(res, args.conversion, args.epsilon, delta)
     record["n"], record["d"] = problem.n, problem.d
     if args.ledger:

@@ -82,3 +82,31 @@ def get_algorithm(name: str) -> AlgorithmSpec:
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "RunContext", "RunResult", "get_algorithm", "register",
            "build_config"]
+
+
+# ---- issue 3: minibatch methods (accountant-calibrated), AOP, private cubic Newton ------------
+from .aop import AopConfig, run_aop  # noqa: E402
+from .cubic_newton import CubicNewtonConfig, run_cubic_newton  # noqa: E402
+from .minibatch import MinibatchNewtonConfig, SgdConfig, run_dp_sgd, run_minibatch_newton  # noqa: E402
+
+
+def _minibatch_newton(soi: str, modification: str):
+    def run(problem, contexts, hyper):
+        cfg = build_config(MinibatchNewtonConfig, hyper, {"soi": soi, "modification": modification})
+        return run_minibatch_newton(problem, contexts, cfg)
+    return run
+
+
+for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
+    for _mod in ("clip", "add"):
+        register(AlgorithmSpec(f"minibatch-{_soi_label}-{_mod}", _minibatch_newton(_soi, _mod),
+                               f"minibatch double-noise Newton, {_soi} SOI, {_mod}, fixed lambda, "
+                               "Poisson batches, RDP-calibrated noise"))
+register(AlgorithmSpec("dp-sgd", lambda p, c, h: run_dp_sgd(p, c, build_config(SgdConfig, h)),
+                       "DP-SGD, Poisson batches, step 4, RDP-calibrated noise multiplier"))
+register(AlgorithmSpec("aop", lambda p, c, h: run_aop(p, c, build_config(AopConfig, h)),
+                       "approximate objective perturbation (Iyengar et al. 2019) on Z; T is ignored",
+                       iterative=False))
+register(AlgorithmSpec("cubic-newton",
+                       lambda p, c, h: run_cubic_newton(p, c, build_config(CubicNewtonConfig, h)),
+                       "private cubic-regularised Newton (Algorithms 1-2) on l2-regularised loss over a ball"))
