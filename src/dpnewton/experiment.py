@@ -22,6 +22,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .algorithms import RunContext, RunResult, get_algorithm
+from .io import to_json
 from .loss import LogisticProblem
 from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, default_delta, epsilon_to_rho,
                       official_fsolve_failed, rho_to_epsilon)
@@ -71,6 +72,10 @@ def check_ledger(result: RunResult) -> None:
         spent = ledger.spent_rho
         if not math.isclose(spent, ledger.budget_rho, rel_tol=LEDGER_TOLERANCE):
             raise AssertionError(f"run {result.identity} spent rho={spent!r} of {ledger.budget_rho!r}")
+    for event in ledger.events:  # accountant-calibrated runs (subsampled Gaussian)
+        if "accountant_epsilon" in event and event["accountant_epsilon"] > event["target_epsilon"]:
+            raise AssertionError(f"run {result.identity}: accountant epsilon {event['accountant_epsilon']!r} "
+                                 f"exceeds the target {event['target_epsilon']!r}")
 
 
 def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float,
@@ -102,15 +107,19 @@ def result_record(result: RunResult, conversion: str, epsilon: float, delta: flo
     record = {
         "dataset": ident.dataset, "algorithm": ident.algorithm, "epsilon": ident.epsilon,
         "delta": delta, "conversion": conversion, "rho": rho,
-        "epsilon_spent_cks": rho_to_epsilon(rho, delta, "cks"),
+        # the epsilon the zCDP ledger really spends (tight CKS); NaN for accountant/AOP runs
+        "epsilon_spent_cks": rho_to_epsilon(rho, delta, "cks") if ledger.entries else float("nan"),
         "conversion_failed": bool(conversion == "official-fsolve" and official_fsolve_failed(epsilon, delta)),
         "iterations": ident.iterations, "seed": ident.seed,
         "excess_loss": result.final_excess_loss, "runtime_s": result.runtime_s,
-        "ledger_rho_total": ledger.spent_rho if ledger.entries else rho,
+        # zCDP-ledger runs: the sum of per-release rho. Accountant-calibrated runs (amplification by
+        # subsampling is not rho-additive) have no rho entries: NaN, and accountant_epsilon instead.
+        "ledger_rho_total": ledger.spent_rho if ledger.entries else float("nan"),
+        "accountant_epsilon": next((e["accountant_epsilon"] for e in ledger.events
+                                    if "accountant_epsilon" in e), float("nan")),
         "n_releases": len(ledger.entries), "resets": result.resets,
         "diverged": bool(result.diagnostics.get("diverged", False)),
         "nonprivate": "; ".join(ledger.nonprivate),
     }
-    if ledger.events:
-        record["accounting_events"] = ledger.events
+    record["accounting_events"] = to_json(ledger.events) if ledger.events else ""
     return record

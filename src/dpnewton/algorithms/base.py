@@ -84,11 +84,13 @@ StepFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
 
 def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, reset: bool = False,
-                   diagnostics: dict | None = None) -> RunResult:
+                   diagnostics: dict | None = None, full_margins: bool = True) -> RunResult:
     """Run T updates of one run: ``w_{t+1} = step(w_t, m_t, t)`` with margins m_t = Z w_t.
 
-    The margins of w_t are computed inside the timed region (the update needs them) and then
-    reused, untimed, for the excess loss of w_t.
+    With ``full_margins`` (full-batch methods) the margins of w_t are computed inside the timed
+    region (the update needs them) and then reused, untimed, for the excess loss of w_t. Minibatch
+    methods pass ``full_margins=False``: their step gets ``m_t = None`` and touches only its batch
+    rows, and the margins for the loss are computed outside the timer.
     """
     T = ctx.iterations
     w0 = random_unit_vector(ctx.rng, problem.d)
@@ -102,13 +104,13 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     total = 0.0
     for t in range(T):
         start = time.perf_counter()
-        m = problem.margins(w)
+        m = problem.margins(w) if full_margins else None
         w_next = step(w, m, t)
         if np.linalg.norm(w_next) > cutoff:
             w_next = w0.copy()
             resets += 1
         total += time.perf_counter() - start
-        losses[t] = problem.loss_from_margins(m)
+        losses[t] = problem.loss_from_margins(m if full_margins else problem.margins(w))
         elapsed[t + 1] = total
         w = w_next
     losses[T] = problem.loss(w)

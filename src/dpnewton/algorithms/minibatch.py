@@ -1,0 +1,212 @@
+"""Minibatch methods with Poisson sampling: DP-SGD and the minibatch double-noise Newton.
+
+Both calibrate their noise multipliers with the subsampled-Gaussian RDP accountant
+(:mod:`dpnewton.privacy.accountant`) to the run's target (epsilon, delta) directly (not to rho:
+amplification by subsampling is not rho-additive), and record the calibration in the run's
+ledger as one event. Batches are Poisson samples drawn from the run's own Generator
+(``rng.random(n) < q``); sums are normalised by the *expected* batch size, so the per-example
+sensitivity does not depend on the realised batch, and an empty batch gives a zero sum, not NaN.
+
+DP-SGD [paper_spec 3.3] (``dp-sgd``), q = b/n:
+    w <- w - step * (sum_{i in B} grad f_i(w) + N(0, z^2 I)) / b,   step = 4 = 1/L1.
+    Each per-example gradient has norm <= 1 (||z_i|| <= 1), so the sum has sensitivity 1 and the
+    noise multiplier is z. T steps are T Poisson-subsampled Gaussian releases.
+
+Minibatch double-noise Newton [paper_spec 3.4, V2 ``update_rule_stochastic``]
+(``minibatch-{hess,qu}-{clip,add}``), fixed lambda, q_g = b_g/n, q_h = b_h/n:
+    g~  = (sum_{B_g} grad f_i + N(0, z_g^2 I)) / b_g
+    H_B = sum_{B_h} SOI_i / b_h             (Hessian or quadratic upper bound; no regulariser)
+    clip: lambda_c = max(lambda, 1/b_h);    add: lambda_c = lambda
+    w  <- w - Psi_{lambda_c}(H_B)^-1 g~ + N(0, (s_2 z_h)^2 I),
+          s_2 = ||g~|| * 0.25 / (b_h lambda_c^2 -/+ 0.25 lambda_c)   (clip/add)
+    Adding or removing one example changes H_B by a PSD rank-one term of norm <= 1/(4 b_h), so
+    s_2 is the direction's sensitivity (``direction_sensitivity`` with m = b_h) given the released
+    g~, and z_h is the multiplier of a Poisson-subsampled Gaussian (rate q_h). The gradient and
+    the direction use independent batches. The pair (z_g, z_h) is calibrated with a common scale
+    and the ratio z_h/z_g = sqrt(g_f/(1-g_f)) (``grad_frac`` g_f, default 0.7 as in the released
+    full-batch code): see :mod:`dpnewton.privacy.accountant`.
+
+Random stream of one step (documented so tests can replay it): Poisson mask(s) first
+(``rng.random(n)``; gradient batch, then SOI batch), then the gradient noise
+``rng.standard_normal(d)``, then the direction noise ``rng.standard_normal(d)``.
+
+Defaults: expected batch sizes b = round(n/10) (``batch_frac = 0.1``; the released code has no
+defaults), lambda = b_h^(-2/3) (public; the order of magnitude the adaptive rule
+(tr H/(b_h^2 rho))^(1/3) gives, see :func:`default_lambda`). Set ``batch_grad``/``batch_hess``/``batch_size`` to override.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..loss import LogisticProblem
+from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms
+from .base import RunContext, RunResult, iterate_single
+from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
+
+SGD_STEP = 4.0  # 1/L1 with L1 = 1/4
+
+
+def poisson_batch(rng: np.random.Generator, n: int, q: float) -> np.ndarray:
+    """Indices of a Poisson sample: each of the n records independently with probability q."""
+    return np.flatnonzero(rng.random(n) < q)
+
+
+def gradient_sum(problem: LogisticProblem, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """sum_{i in idx} grad f_i(w) = -Z_B^T sigma(-Z_B w), touching only the batch rows; zeros if empty."""
+    if idx.size == 0:
+        return np.zeros(problem.d)
+    return problem.grad_from_margins(problem.margins(w, rows=idx), rows=idx) * idx.size
+
+
+def soi_sum(problem: LogisticProblem, w: np.ndarray, idx: np.ndarray, kind: str) -> np.ndarray:
+    """sum_{i in idx} SOI_i(w) (d x d), touching only the batch rows; zeros if empty."""
+    if idx.size == 0:
+        return np.zeros((problem.d, problem.d))
+    return problem.soi_from_margins(problem.margins(w, rows=idx), kind, rows=idx) * idx.size
+
+
+def _expected_batch(value, n: int, frac: float, name: str) -> float:
+    if value is None:
+        if not 0 < frac <= 1:
+            raise ValueError(f"batch_frac={frac!r} must lie in (0, 1]")
+        return float(max(1, round(frac * n)))
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 1 <= value <= n:
+        raise ValueError(f"{name}={value!r} must be a number in [1, n={n}]")
+    return float(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# DP-SGD
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SgdConfig:
+    batch_size: float | None = None      # expected batch size b; None: round(batch_frac * n)
+    batch_frac: float = 0.1
+    step: float = SGD_STEP
+    noise_multiplier: float | None = None  # None: calibrated; a number bypasses the accountant
+
+
+def dp_sgd_step(problem: LogisticProblem, w: np.ndarray, rng: np.random.Generator,
+                b: float, z: float, step: float) -> np.ndarray:
+    """One DP-SGD update (random stream: mask, then gradient noise)."""
+    idx = poisson_batch(rng, problem.n, b / problem.n)
+    noisy_sum = gradient_sum(problem, w, idx) + z * rng.standard_normal(problem.d)
+    return w - step * noisy_sum / b
+
+
+def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdConfig = SgdConfig()) -> list[RunResult]:
+    n = problem.n
+    b = _expected_batch(cfg.batch_size, n, cfg.batch_frac, "batch_size")
+    if not cfg.step > 0:
+        raise ValueError(f"step={cfg.step!r} must be > 0")
+    results = []
+    for ctx in contexts:
+        q = b / n
+        if cfg.noise_multiplier is None:
+            cal = calibrate_poisson_gaussian(q, ctx.iterations, ctx.epsilon, ctx.delta)
+            z = cal.multipliers[0]
+            ctx.ledger.charge_event(cal.as_event("poisson-subsampled gaussian (gradient sum)", ("grad",)))
+        else:
+            z = float(cfg.noise_multiplier)
+            if not z >= 0:
+                raise ValueError(f"noise_multiplier={z!r} must be >= 0")
+            ctx.ledger.mark_nonprivate(f"noise multiplier fixed by hand to {z!r} (not calibrated)")
+        rng = ctx.rng
+        res = iterate_single(problem, ctx, lambda w, _m, t: dp_sgd_step(problem, w, rng, b, z, cfg.step),
+                             full_margins=False)
+        res.diagnostics.update({"noise_multiplier": z, "batch_size": b})
+        results.append(res)
+    return results
+
+
+# ----------------------------------------------------------------------------------------------
+# Minibatch double-noise Newton
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MinibatchNewtonConfig:
+    soi: str = "hessian"                 # "hessian" | "qu"
+    modification: str = "clip"           # "clip" | "add"
+    lambda0: float | None = None         # fixed minimum eigenvalue (V2 ``min_eval``); None: b_h^(-2/3)
+    batch_grad: float | None = None      # expected gradient batch b_g; None: round(batch_frac n)
+    batch_hess: float | None = None      # expected SOI batch b_h; None: round(batch_frac n)
+    batch_frac: float = 0.1
+    grad_frac: float = 0.7               # fixes z_h/z_g = sqrt(g_f/(1-g_f)) (see accountant)
+    noise_multipliers: tuple | None = None  # (z_g, z_h) by hand: bypasses the accountant
+
+    def checked(self) -> "MinibatchNewtonConfig":
+        if self.soi not in ("hessian", "qu"):
+            raise ValueError(f"soi={self.soi!r} is unknown; choose 'hessian' or 'qu'")
+        if self.modification not in MODIFICATIONS:
+            raise ValueError(f"modification={self.modification!r} is unknown; choose 'clip' or 'add'")
+        if self.lambda0 is not None and not (isinstance(self.lambda0, (int, float)) and self.lambda0 > 0):
+            raise ValueError(f"lambda0={self.lambda0!r} must be > 0")
+        if not 0 < self.grad_frac < 1:
+            raise ValueError(f"grad_frac={self.grad_frac!r} must lie in (0, 1)")
+        return self
+
+
+def default_lambda(b_h: float) -> float:
+    """b_h^(-2/3): the order of the adaptive rule (tr H / (b_h^2 rho))^(1/3) with tr H / rho ~ 1.
+
+    Uses only the public expected batch size (no data), so it is a valid fixed lambda.
+    """
+    return float(b_h) ** (-2.0 / 3.0)
+
+
+def effective_lambda(lam: float | None, b_h: float, modification: str) -> float:
+    """clip: max(lambda, 1/b_h) (keeps 4 b_h lambda^2 - lambda >= 3/b_h > 0); add: lambda."""
+    lam = default_lambda(b_h) if lam is None else lam
+    return max(lam, 1.0 / b_h) if modification == "clip" else lam
+
+
+def minibatch_newton_step(problem: LogisticProblem, w: np.ndarray, rng: np.random.Generator,
+                          cfg: MinibatchNewtonConfig, b_g: float, b_h: float, z_g: float, z_h: float):
+    """One update; returns (w_next, lambda_c, |B_g|, |B_h|). Random stream: see module docstring."""
+    n, d = problem.n, problem.d
+    idx_g = poisson_batch(rng, n, b_g / n)
+    idx_h = poisson_batch(rng, n, b_h / n)
+    g_noisy = (gradient_sum(problem, w, idx_g) + z_g * rng.standard_normal(d)) / b_g
+    H = soi_sum(problem, w, idx_h, cfg.soi) / b_h
+    lam = effective_lambda(cfg.lambda0, b_h, cfg.modification)
+    direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
+    s2 = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, b_h, cfg.modification)
+    return w - direction + (s2 * z_h) * rng.standard_normal(d), lam, idx_g.size, idx_h.size
+
+
+def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
+                         cfg: MinibatchNewtonConfig) -> list[RunResult]:
+    cfg = cfg.checked()
+    n = problem.n
+    b_g = _expected_batch(cfg.batch_grad, n, cfg.batch_frac, "batch_grad")
+    b_h = _expected_batch(cfg.batch_hess, n, cfg.batch_frac, "batch_hess")
+    results = []
+    for ctx in contexts:
+        if cfg.noise_multipliers is None:
+            cal = calibrate_two_mechanisms(b_g / n, b_h / n, ctx.iterations, ctx.epsilon, ctx.delta,
+                                           cfg.grad_frac)
+            z_g, z_h = cal.multipliers
+            event = cal.as_event("poisson-subsampled gaussian x2 (gradient sum, Newton direction)",
+                                 ("grad", "dir"))
+            event["grad_frac"] = cfg.grad_frac
+            ctx.ledger.charge_event(event)
+        else:
+            z_g, z_h = (float(v) for v in cfg.noise_multipliers)
+            ctx.ledger.mark_nonprivate(f"noise multipliers fixed by hand to {(z_g, z_h)!r} (not calibrated)")
+        rng = ctx.rng
+        sizes: list[tuple[int, int]] = []
+
+        def step(w, _m, t, rng=rng, z_g=z_g, z_h=z_h, sizes=sizes):
+            w_next, _lam, kg, kh = minibatch_newton_step(problem, w, rng, cfg, b_g, b_h, z_g, z_h)
+            sizes.append((kg, kh))
+            return w_next
+
+        res = iterate_single(problem, ctx, step, full_margins=False)
+        res.diagnostics.update({"noise_multipliers": (z_g, z_h), "batch_grad": b_g, "batch_hess": b_h,
+                                "lambda": effective_lambda(cfg.lambda0, b_h, cfg.modification),
+                                "realised_batches": sizes})
+        results.append(res)
+    return results

@@ -1,0 +1,94 @@
+"""Subsampled-Gaussian RDP accountant: calibration exactness and independent cross-checks."""
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting.rdp import RdpAccountant
+
+from dpnewton.privacy import accountant as acc
+
+# Orders that dp_accounting evaluates quickly with its own (loop) implementation; calibrations
+# below have their optimal order inside this subset, so the minimum over the full grid is attained here.
+SUB_ORDERS = [float(o) for o in acc.DEFAULT_ORDERS if o <= 64]
+
+
+def _dp_accounting_epsilon(mechanisms, steps, delta):
+    event = dp_accounting.ComposedDpEvent(
+        [dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)) for q, z in mechanisms])
+    a = RdpAccountant(SUB_ORDERS)
+    a.compose(event, steps)
+    return a.get_epsilon(delta)
+
+
+def test_calibration_hits_target_and_never_exceeds():
+    for eps in (0.5, 2.0):
+        cal = acc.calibrate_poisson_gaussian(0.2, 5, eps, 1e-5)
+        assert cal.accountant_epsilon <= eps
+        assert abs(cal.accountant_epsilon - eps) <= 1e-6 * eps
+        again = acc.accountant_epsilon(cal.qs, cal.multipliers, 5, 1e-5)
+        assert again == cal.accountant_epsilon
+
+
+def test_multiplier_agrees_with_dp_accounting_calibration():
+    q, T, eps, delta = 0.2, 5, 1.0, 1e-5
+    cal = acc.calibrate_poisson_gaussian(q, T, eps, delta)
+    assert 2 <= cal.optimal_order <= 64
+    z = cal.multipliers[0]
+    # the accountant called another way: dp_accounting's own RDP code end to end
+    assert math.isclose(_dp_accounting_epsilon([(q, z)], T, delta), cal.accountant_epsilon, rel_tol=1e-9)
+    z_ref = dp_accounting.calibrate_dp_mechanism(
+        lambda: RdpAccountant(SUB_ORDERS),
+        lambda s: dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), T),
+        eps, delta, bracket_interval=dp_accounting.ExplicitBracketInterval(0.3, 10.0), tol=1e-9)
+    assert math.isclose(z, z_ref, rel_tol=1e-6)
+
+
+def test_two_mechanisms_share_scale_with_grad_frac_ratio():
+    cal = acc.calibrate_two_mechanisms(0.25, 0.15, 4, 1.0, 1e-5, grad_frac=0.7)
+    z_g, z_h = cal.multipliers
+    assert math.isclose(z_h / z_g, math.sqrt(0.7 / 0.3), rel_tol=1e-12)
+    assert cal.accountant_epsilon <= 1.0 and 1.0 - cal.accountant_epsilon <= 1e-6
+    assert math.isclose(_dp_accounting_epsilon([(0.25, z_g), (0.15, z_h)], 4, 1e-5),
+                        cal.accountant_epsilon, rel_tol=1e-9)
+    event = cal.as_event("test", ("grad", "dir"))
+    for key in ("q_grad", "q_dir", "noise_multiplier_grad", "noise_multiplier_dir", "steps",
+                "accountant_epsilon", "target_epsilon", "delta", "orders", "accountant"):
+        assert key in event
+
+
+def test_full_batch_limit_is_plain_gaussian():
+    # q = 1: RDP alpha/(2 z^2) per step, i.e. rho = T/(2 z^2)-zCDP
+    rdp = acc.poisson_gaussian_rdp(1.0, 2.0, [2.0, 10.0])
+    np.testing.assert_allclose(rdp, [2.0 / 8.0, 10.0 / 8.0])
+
+
+def test_integer_orders_match_dp_accounting():
+    orders = [2.0, 3.0, 17.0, 200.0]
+    a = RdpAccountant(orders)
+    a.compose(dp_accounting.PoissonSampledDpEvent(0.05, dp_accounting.GaussianDpEvent(1.3)))
+    np.testing.assert_allclose(acc.poisson_gaussian_rdp(0.05, 1.3, orders), a._rdp, rtol=1e-10)
+
+
+def test_calibration_is_cached():
+    a = acc.calibrate_poisson_gaussian(0.2, 5, 1.0, 1e-5)
+    b = acc.calibrate_poisson_gaussian(0.2, 5, 1.0, 1e-5)
+    assert a is b
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"q": 0.0}, "q"), ({"q": 1.5}, "q"), ({"steps": 0}, "steps"), ({"epsilon": -1.0}, "epsilon"),
+    ({"delta": 1.0}, "delta")])
+def test_bad_arguments_raise(kwargs, name):
+    args = {"q": 0.1, "steps": 3, "epsilon": 1.0, "delta": 1e-5, **kwargs}
+    with pytest.raises(ValueError, match=name):
+        acc.calibrate_poisson_gaussian(args["q"], args["steps"], args["epsilon"], args["delta"])
+
+
+def test_bad_grad_frac_and_multiplier_raise():
+    with pytest.raises(ValueError, match="grad_frac"):
+        acc.calibrate_two_mechanisms(0.1, 0.1, 3, 1.0, 1e-5, grad_frac=1.0)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        acc.accountant_epsilon([0.1], [0.0], 3, 1e-5)
