@@ -1,0 +1,126 @@
+"""CI-sized empirical privacy audit (issue 6 part 1) and the Clopper-Pearson machinery.
+
+The full audit (10^4 trials per side) is ``python benchmarks/privacy_audit.py``; here a few
+mechanisms run with 2000-5000 trials per side: correct ones must stay at or below the claimed
+epsilon, broken ones (ledger subclasses with too little noise) must exceed it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpnewton.audit import audit_mechanism, clopper_pearson_interval, epsilon_lower_bound, threshold_audit
+from dpnewton.audit.bounds import clopper_pearson_lower, clopper_pearson_upper
+from dpnewton.audit.mechanisms import HalfNoiseLedger, PinnedStartRng, WrongSensitivityLedger
+from dpnewton.cli import main
+from dpnewton.privacy import PrivacyLedger
+
+EPS = 3.0
+
+
+# ---- Clopper-Pearson -------------------------------------------------------------------------
+@pytest.mark.parametrize("k,n", [(0, 10), (1, 10), (5, 10), (10, 10), (0, 1000), (3, 1000), (997, 1000),
+                                 (250, 5000)])
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_clopper_pearson_matches_scipy_exact(k, n, confidence):
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+    lo, hi = clopper_pearson_interval(k, n, confidence)
+    assert lo == pytest.approx(ci.low, abs=1e-12)
+    assert hi == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_clopper_pearson_known_closed_forms():
+    # k = 0: upper = 1 - alpha^(1/n); k = n: lower = alpha^(1/n)
+    for n in (1, 7, 100, 5000):
+        assert clopper_pearson_upper(0, n, 0.05) == pytest.approx(1 - 0.05 ** (1 / n), rel=1e-10)
+        assert clopper_pearson_lower(n, n, 0.05) == pytest.approx(0.05 ** (1 / n), rel=1e-10)
+    assert clopper_pearson_upper(10, 10) == 1.0 and clopper_pearson_lower(0, 10) == 0.0
+    with pytest.raises(ValueError):
+        clopper_pearson_upper(11, 10)
+
+
+def test_epsilon_lower_bound_formula_and_directions():
+    n, delta, a = 1000, 1e-4, 0.05
+    fpr_u, fnr_u = clopper_pearson_upper(2, n, a / 2), clopper_pearson_upper(100, n, a / 2)
+    assert epsilon_lower_bound(2, n, 100, n, delta, a, "fpr") == pytest.approx(
+        math.log((1 - delta - fnr_u) / fpr_u))
+    # swapped counts: FPR = 100/n, FNR = 2/n; the "fnr" direction is log((1-delta-FPR_u)/FNR_u)
+    assert epsilon_lower_bound(100, n, 2, n, delta, a, "fnr") == pytest.approx(
+        math.log((1 - delta - fnr_u) / fpr_u))
+    assert epsilon_lower_bound(2, n, 100, n, delta, a) == epsilon_lower_bound(100, n, 2, n, delta, a)
+    assert epsilon_lower_bound(500, n, 500, n, delta) == 0.0      # no evidence -> 0, never negative
+
+
+def test_threshold_audit_on_exact_gaussians():
+    """mu = 0 gives ~0; a large mu gives a large bound, below the true epsilon of mu-GDP."""
+    rng = np.random.default_rng(1)
+    null = threshold_audit(rng.standard_normal(4000), rng.standard_normal(4000), 1e-4)
+    assert null.epsilon_lb < 0.3
+    from dpnewton.audit.bounds import gaussian_epsilon_at_delta
+    mu = 3.0
+    out = threshold_audit(rng.standard_normal(4000), mu + rng.standard_normal(4000), 1e-4)
+    assert 3.0 < out.epsilon_lb <= gaussian_epsilon_at_delta(mu, 1e-4)
+
+
+# ---- audit plumbing ----------------------------------------------------------------------------
+def test_broken_ledgers_only_change_the_returned_sigma():
+    ok, half, wrong = PrivacyLedger(1.0), HalfNoiseLedger(1.0), WrongSensitivityLedger(1.0)
+    s = ok.charge(0, "gradient", 0.1, 0.5)
+    assert half.charge(0, "gradient", 0.1, 0.5) == pytest.approx(s / 2)
+    assert wrong.charge(0, "gradient", 0.1, 0.5) == pytest.approx(s / 4)
+    assert wrong.charge(0, "trace", 0.1, 0.5) == pytest.approx(s)      # other releases untouched
+    assert half.spent_rho == pytest.approx(0.5) and wrong.spent_rho == pytest.approx(1.0)
+
+
+def test_pinned_rng_pins_the_start_and_records_draws():
+    rng = PinnedStartRng(np.random.default_rng(0), np.array([0.6, 0.8]))
+    assert np.array_equal(rng.standard_normal(2), [0.6, 0.8])
+    x = rng.standard_normal(3)
+    assert len(rng.draws) == 1 and np.array_equal(rng.draws[0], x)
+    with pytest.raises(RuntimeError):
+        PinnedStartRng(np.random.default_rng(0), np.zeros(2)).standard_normal(5)
+
+
+# ---- CI-sized audits ---------------------------------------------------------------------------
+def _lb(name, broken, trials, level):
+    rows = {r.level: r for r in audit_mechanism(name, trials=trials, epsilon=EPS, broken=broken, seed=1)}
+    return rows[level]
+
+
+def test_dp_gd_correct_within_claim_and_broken_variants_flagged():
+    ok = _lb("dp-gd", "none", 5000, "output")
+    assert ok.epsilon_lb <= EPS
+    assert ok.epsilon_lb > 1.0          # the canary attains the sensitivity: the audit is not vacuous
+    assert _lb("dp-gd", "half-noise", 5000, "output").epsilon_lb > EPS
+    assert _lb("dp-gd", "wrong-sensitivity", 2000, "output").epsilon_lb > EPS
+
+
+def test_dp_gd_multistep_correct_within_claim_and_broken_flagged():
+    assert _lb("dp-gd-T5", "none", 2000, "output").epsilon_lb <= EPS
+    assert _lb("dp-gd-T5", "wrong-sensitivity", 2000, "output").epsilon_lb > EPS
+
+
+@pytest.mark.parametrize("name", ["hess-clip", "qu-add"])
+def test_double_noise_correct_within_claim_and_wrong_sensitivity_flagged(name):
+    ok = audit_mechanism(name, trials=2000, epsilon=EPS, seed=1)
+    assert all(r.epsilon_lb <= EPS for r in ok)
+    assert all(r.epsilon_lb <= r.epsilon_audited_part + 1e-12 for r in ok if r.level == "gradient-release")
+    assert _lb(name, "wrong-sensitivity", 2000, "gradient-release").epsilon_lb > EPS
+
+
+def test_damped_newton_gradient_release_within_claim_and_broken_flagged():
+    assert all(r.epsilon_lb <= EPS for r in audit_mechanism("damped-newton", trials=2000, epsilon=EPS, seed=1))
+    assert _lb("damped-newton", "wrong-sensitivity", 2000, "gradient-release").epsilon_lb > EPS
+
+
+def test_audit_cli(capsys):
+    assert main(["audit", "dp-gd", "--trials", "300", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["mechanism"] == "dp-gd" and rows[0]["trials_per_side"] == 300
+    assert main(["audit", "no-such-algorithm", "--trials", "300"]) == 2
+    assert "no audit mechanism" in capsys.readouterr().err
