@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = ""):
@@ -21,6 +24,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the usual permissions
     try:
         yield Path(tmp)
         with open(tmp, "rb+") as fh:

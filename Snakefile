@@ -1,0 +1,31 @@
+# dpnewton pipeline: prepare data -> non-private optimum -> optimizer runs -> aggregate -> figures/tables.
+# Layout and result files: docs/pipeline.md; config keys: config/README.md.
+from snakemake.utils import min_version
+
+min_version("8.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/optimum.smk"
+include: "workflow/rules/runs.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/plots.smk"
+include: "workflow/rules/publish.smk"
+
+
+onstart:
+    log_plan()
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),
+    localrule: True

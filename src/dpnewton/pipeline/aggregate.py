@@ -1,0 +1,247 @@
+"""Aggregation of run rows: per-T summaries, non-private best-T selection, baselines, Table 1.
+
+All functions take and return pandas frames so they can be unit-tested on hand-made data.
+
+* Standard error = std(ddof=0) / sqrt(#seeds), as the official code (paper_spec 9.1).
+* Means and medians propagate NaN/inf: a seed that diverged makes its (cell, T) non-finite, and
+  non-finite means never win the selection.
+* Best T per (dataset, algorithm, conversion, epsilon) = argmin over the T grid of the mean
+  last-iterate excess loss over seeds; ties go to the smaller T; non-finite means never win.
+  This uses the excess loss itself, so it is *non-private* tuning (as in the paper).
+* ``at_edge`` flags a best T equal to the smallest or largest grid value (grids with more than
+  one value only): the grid may be too narrow there.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
+SELECTION = "non-private: argmin over T of mean excess loss over seeds"
+SE_DDOF = 0
+LEDGER_RTOL = 1e-9
+
+
+#: text columns of the job CSVs (read as strings: a hex hash like "1234e5" must not become a float)
+TEXT_COLUMNS = ["dataset", "algorithm", "conversion", "eps_label", "nonprivate", "hyper", "accounting_events",
+                "config_hash", "package_version", "git_revision", "python_version", "numpy_version"]
+
+
+def read_rows(path) -> pd.DataFrame:
+    frame = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS})
+    for c in TEXT_COLUMNS:
+        if c in frame:
+            frame[c] = frame[c].fillna("")
+    return frame
+
+
+def load_rows(paths) -> pd.DataFrame:
+    frames = [read_rows(p) for p in paths]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        raise ValueError("no run rows to aggregate")
+    runs = pd.concat(frames, ignore_index=True)
+    return check_privacy(runs)
+
+
+def check_privacy(runs: pd.DataFrame) -> pd.DataFrame:
+    """Add ``privacy_check`` (how the run was accounted) and ``ledger_ok``.
+
+    * ``zcdp-ledger``: the per-release rho sum (``ledger_rho_total``) must equal the budget rho;
+    * ``accountant``: runs calibrated by an RDP accountant (subsampled Gaussian) have no zCDP
+      ledger; their ``accountant_epsilon`` must not exceed the target epsilon;
+    * ``mechanism``: one-shot mechanisms with their own (epsilon, delta) split (AOP); nothing to
+      sum, recorded in ``accounting_events``; ``ledger_ok`` is True.
+    """
+    runs = runs.copy()
+    ledger = pd.to_numeric(runs["ledger_rho_total"], errors="coerce")
+    acc = pd.to_numeric(runs["accountant_epsilon"], errors="coerce") if "accountant_epsilon" in runs \
+        else pd.Series(np.nan, index=runs.index)
+    kind = np.where(ledger.notna(), "zcdp-ledger", np.where(acc.notna(), "accountant", "mechanism"))
+    ok = np.where(kind == "zcdp-ledger", np.isclose(ledger, runs["rho"], rtol=LEDGER_RTOL, atol=0.0),
+                  np.where(kind == "accountant", acc <= runs["epsilon"] * (1 + 1e-9), True))
+    runs["privacy_check"] = kind
+    runs["ledger_ok"] = ok.astype(bool)
+    return runs
+
+
+def _se(x: pd.Series) -> float:
+    x = x.to_numpy(dtype=float)
+    if not len(x) or not np.isfinite(x).all():
+        return float("nan")
+    return float(np.std(x, ddof=SE_DDOF) / math.sqrt(len(x)))
+
+
+def _mean(x: pd.Series) -> float:
+    return float(np.mean(x.to_numpy(dtype=float)))  # NaN/inf propagate: a diverged seed is not dropped
+
+
+def _median(x: pd.Series) -> float:
+    return float(np.median(x.to_numpy(dtype=float)))
+
+
+def summarize(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (dataset, algorithm, conversion, epsilon, T): mean / s.e. / median over seeds."""
+    keys = GROUP + ["iterations"]
+    g = runs.groupby(keys, sort=True)
+    out = g.agg(
+        n_seeds=("seed", "nunique"),
+        excess_loss_mean=("excess_loss", _mean),
+        excess_loss_se=("excess_loss", _se),
+        excess_loss_median=("excess_loss", _median),
+        runtime_s_mean=("runtime_s", _mean),
+        runtime_s_se=("runtime_s", _se),
+        runtime_s_median=("runtime_s", _median),
+        rho=("rho", "first"),
+        delta=("delta", "first"),
+        diverged=("diverged", "sum"),
+        resets=("resets", "sum"),
+    ).reset_index()
+    if "ledger_ok" in runs:
+        out["ledger_ok"] = g["ledger_ok"].all().to_numpy()
+    return out
+
+
+def best_t(summary: pd.DataFrame) -> pd.DataFrame:
+    """Best T per (dataset, algorithm, conversion, epsilon) with the grid-edge flag."""
+    rows = []
+    for key, grp in summary.groupby(GROUP, sort=True):
+        grp = grp.sort_values("iterations")
+        grid = grp["iterations"].to_numpy()
+        means = grp["excess_loss_mean"].to_numpy(dtype=float)
+        finite = np.isfinite(means)
+        base = dict(zip(GROUP, key))
+        base.update(grid_min=int(grid.min()), grid_max=int(grid.max()), grid_size=len(grid),
+                    grid=" ".join(str(int(t)) for t in grid), selection=SELECTION)
+        if not finite.any():
+            rows.append({**base, "best_T": np.nan, "at_edge": False, "edge": "", "all_nonfinite": True})
+            continue
+        i = int(np.argmin(np.where(finite, means, np.inf)))  # first minimum = smallest T on ties
+        best = grp.iloc[i]
+        T = int(best["iterations"])
+        edge = ""
+        if len(grid) > 1:
+            edge = "low" if T == grid.min() else "high" if T == grid.max() else ""
+        rec = {**base, "best_T": T, "at_edge": bool(edge), "edge": edge, "all_nonfinite": False}
+        for col in best.index:
+            if col not in GROUP and col != "iterations":
+                rec[col] = best[col]
+        rows.append(rec)
+    out = pd.DataFrame(rows)
+    out["best_T"] = out["best_T"].astype("Int64")
+    return out
+
+
+def trivial_baseline(optima: list[dict]) -> pd.DataFrame:
+    """Excess loss of the trivial output w = 0: ln 2 - loss* per dataset."""
+    rows = [{"dataset": o["dataset"], "n": o.get("n"), "d": o.get("d"), "loss_opt": o["loss_opt"],
+             "trivial_excess_loss": math.log(2.0) - o["loss_opt"]} for o in optima]
+    return pd.DataFrame(rows).sort_values("dataset").reset_index(drop=True)
+
+
+def table1(best: pd.DataFrame, baseline: str = "dp-gd", ours: str = "hess-clip",
+           conversion: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 1: runtime ratio baseline/ours at their best T, per dataset and epsilon.
+
+    Returns (long, wide): long has one row per (dataset, epsilon) with both runtimes and the ratio;
+    wide has one row per dataset, a ratio column per epsilon, and min/max of ours' runtime over
+    epsilon (seconds), as in the paper.
+    """
+    b = best if conversion is None else best[best["conversion"] == conversion]
+    cols = ["dataset", "epsilon", "best_T", "runtime_s_mean", "excess_loss_mean"]
+    x = b[b["algorithm"] == baseline][cols]
+    y = b[b["algorithm"] == ours][cols]
+    long = x.merge(y, on=["dataset", "epsilon"], suffixes=(f"_{_slug(baseline)}", f"_{_slug(ours)}"))
+    rb, ro = f"runtime_s_mean_{_slug(baseline)}", f"runtime_s_mean_{_slug(ours)}"
+    long["ratio"] = long[rb] / long[ro]
+    long = long.sort_values(["dataset", "epsilon"]).reset_index(drop=True)
+    if long.empty:
+        return long, pd.DataFrame(columns=["dataset"])
+    wide = long.pivot(index="dataset", columns="epsilon", values="ratio")
+    wide.columns = [f"eps={_eps(e)}" for e in wide.columns]
+    agg = long.groupby("dataset")[ro].agg(["min", "max"])
+    wide[f"min runtime {ours} (s)"] = agg["min"]
+    wide[f"max runtime {ours} (s)"] = agg["max"]
+    return long, wide.reset_index()
+
+
+def _slug(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _eps(e: float) -> str:
+    return f"{float(e):g}"
+
+
+def table1_markdown(wide: pd.DataFrame, baseline: str, ours: str, conversion: str) -> str:
+    lines = [f"Table 1: runtime ratio T*({baseline}) / T*({ours}) at each algorithm's best T "
+             f"(non-private selection of T; conversion {conversion}); last two columns: min and max "
+             f"runtime of {ours} over epsilon (seconds, update steps only).", ""]
+    if wide.empty:
+        return "\n".join(lines + ["(no dataset has both algorithms)", ""])
+    header = list(wide.columns)
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "|".join("---" for _ in header) + "|")
+    for _, r in wide.iterrows():
+        cells = []
+        for c in header:
+            v = r[c]
+            if c == "dataset":
+                cells.append(str(v))
+            elif c.startswith("eps="):
+                cells.append("" if pd.isna(v) else f"{v:.2f}x")
+            else:
+                cells.append("" if pd.isna(v) else f"{v:.3g}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def edges_markdown(best: pd.DataFrame) -> str:
+    e = best[best["at_edge"]]
+    lines = ["# Best T at a grid edge", "",
+             f"{len(e)} of {len(best)} (dataset, algorithm, conversion, epsilon) cells select the smallest "
+             "('low') or largest ('high') T of their grid; widen the grid there.", ""]
+    if len(e):
+        lines += ["| dataset | algorithm | conversion | epsilon | best T | edge | grid |", "|---|---|---|---|---|---|---|"]
+        for _, r in e.iterrows():
+            lines.append(f"| {r['dataset']} | {r['algorithm']} | {r['conversion']} | {_eps(r['epsilon'])} | "
+                         f"{r['best_T']} | {r['edge']} | {r['grid']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_frame(frame: pd.DataFrame, parquet_path, csv_path=None) -> None:
+    """Parquet (typed) plus a CSV mirror, both atomic."""
+    from ..io import atomic_path
+
+    with atomic_path(parquet_path, suffix=".parquet") as tmp:
+        frame.to_parquet(tmp, index=False)
+    if csv_path is not None:
+        with atomic_path(csv_path, suffix=".csv") as tmp:
+            frame.to_csv(tmp, index=False)
+
+
+def load_curves(paths) -> pd.DataFrame:
+    frames = [pd.read_parquet(p) for p in paths if Path(p).exists()]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=["dataset", "algorithm", "conversion", "epsilon", "seed", "iterations",
+                                     "iterate", "excess_loss", "elapsed_s"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def best_curves(curves: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
+    """Mean and s.e. over seeds of the per-iterate curves of each cell's best-T runs."""
+    if curves.empty:
+        return pd.DataFrame(columns=GROUP + ["iterations", "iterate", "n_seeds", "excess_loss_mean",
+                                             "excess_loss_se", "elapsed_s_mean"])
+    b = best.dropna(subset=["best_T"])[GROUP + ["best_T"]].rename(columns={"best_T": "iterations"})
+    b["iterations"] = b["iterations"].astype(int)
+    c = curves.merge(b, on=GROUP + ["iterations"])
+    out = c.groupby(GROUP + ["iterations", "iterate"], sort=True).agg(
+        n_seeds=("seed", "nunique"), excess_loss_mean=("excess_loss", _mean),
+        excess_loss_se=("excess_loss", _se), elapsed_s_mean=("elapsed_s", "mean")).reset_index()
+    return out

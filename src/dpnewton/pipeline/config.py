@@ -1,0 +1,249 @@
+"""Experiment config -> the list of optimizer jobs, plus stable hashes and labels.
+
+A *job* is one (dataset, algorithm, conversion, epsilon, seed chunk); it runs every seed of its
+chunk times every T of the algorithm's grid (see ``docs/pipeline.md`` for why). Everything that
+determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``config_hash`` column
+of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PRIMARY = "primary"
+
+
+def config_hash(obj) -> str:
+    """First 12 hex digits of sha256 over canonical JSON (sorted keys)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def eps_label(epsilon: float) -> str:
+    """Path label of an epsilon: 0.01 -> '0.01', 1.0 -> '1', 10 -> '10' (round-trips via float)."""
+    label = f"{float(epsilon):g}"
+    if float(label) != float(epsilon):
+        label = repr(float(epsilon))
+    return label
+
+
+def seed_list(seeds) -> list[int]:
+    """``seeds`` is a count (seeds 0..k-1) or an explicit list of distinct non-negative ints."""
+    if isinstance(seeds, int):
+        return list(range(seeds))
+    out = [int(s) for s in seeds]
+    if len(set(out)) != len(out):
+        raise ValueError(f"seeds {out} contain duplicates")
+    return out
+
+
+def seed_chunks(seeds: list[int], per_job: int | None) -> list[tuple[str, list[int]]]:
+    """Split seeds into contiguous chunks of ``per_job`` (None: one chunk); label 'first-last'."""
+    size = len(seeds) if not per_job else int(per_job)
+    chunks = [seeds[i:i + size] for i in range(0, len(seeds), size)]
+    return [(f"{c[0]}-{c[-1]}", c) for c in chunks]
+
+
+def resolve_data_dir(data_dir: str | None, base_dir: str | Path) -> Path | None:
+    """A relative data_dir is relative to the repository (the folder of the Snakefile)."""
+    if data_dir in (None, ""):
+        return None
+    p = Path(data_dir).expanduser()
+    return p if p.is_absolute() else (Path(base_dir) / p).resolve()
+
+
+def dataset_available(name: str, data_dir: Path | None, allow_download: bool,
+                      options: dict | None = None) -> tuple[bool, str]:
+    """Can ``prepare(name, ...)`` find its source files without downloading? (ok, reason)."""
+    from ..data import DatasetError
+    from ..data.loaders import RESOLVERS, Context
+    from ..data.registry import get_spec
+
+    spec = get_spec(name)
+    if not spec.sources or allow_download:
+        return True, ""
+    if data_dir is not None and not data_dir.is_dir():
+        return False, f"data_dir {data_dir} does not exist"
+    opts = dict(spec.options)
+    opts.update({k: v for k, v in (options or {}).items() if k in opts})
+    ctx = Context(data_dir, Path("resources/data"), verify=False, allow_download=False)
+    try:
+        RESOLVERS[spec.loader](spec, ctx, opts)
+    except DatasetError as exc:
+        return False, str(exc).splitlines()[0]
+    return True, ""
+
+
+@dataclass(frozen=True)
+class Job:
+    dataset: str
+    algorithm: str
+    conversion: str
+    eps: str                      # path label of epsilon
+    chunk: str                    # path label of the seed chunk
+    spec: dict = field(hash=False, compare=False)
+
+    @property
+    def stem(self) -> str:
+        return f"results/runs/{self.dataset}/{self.algorithm}/{self.conversion}/eps~{self.eps}/seeds~{self.chunk}"
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.dataset, self.algorithm, self.conversion, self.eps, self.chunk)
+
+
+@dataclass
+class Plan:
+    """The expanded experiment: jobs, kept/dropped datasets, algorithm grids, warnings."""
+
+    config: dict
+    datasets: dict[str, dict]
+    dropped: dict[str, str]
+    algorithms: dict[str, dict]
+    skipped_algorithms: list[str]
+    jobs: list[Job]
+    curve_epsilons: list[str]
+    warnings: list[str]
+
+    @property
+    def job_index(self) -> dict[tuple, Job]:
+        return {j.key: j for j in self.jobs}
+
+    def conversions(self) -> list[str]:
+        return sorted({j.conversion for j in self.jobs})
+
+    def figure_algorithms_present(self, names) -> list[str]:
+        return [a for a in names if a in self.algorithms]
+
+
+def algorithm_grids(cfg: dict, registry) -> tuple[dict[str, dict], list[str]]:
+    """name -> {'iterations': sorted T grid, 'hyper': dict}; unknown names error or are skipped."""
+    out, skipped = {}, []
+    grids = cfg.get("grids", {})
+    for name, entry in cfg["algorithms"].items():
+        entry = entry or {}
+        if name not in registry:
+            if cfg.get("missing_algorithms", "error") == "skip":
+                skipped.append(name)
+                continue
+            raise ValueError(f"config algorithms: {name!r} is not a registered algorithm "
+                             f"(registered: {', '.join(sorted(registry))}); set missing_algorithms: skip "
+                             f"to drop unregistered ones")
+        if "iterations" in entry:
+            Ts = entry["iterations"]
+        elif "grid" in entry:
+            if entry["grid"] not in grids:
+                raise ValueError(f"config algorithms.{name}.grid: {entry['grid']!r} is not a key of grids "
+                                 f"({', '.join(grids)})")
+            Ts = grids[entry["grid"]]
+        else:
+            raise ValueError(f"config algorithms.{name}: give either 'grid' or 'iterations'")
+        Ts = sorted({int(t) for t in Ts})
+        if not Ts or Ts[0] < 1:
+            raise ValueError(f"config algorithms.{name}: the T grid {Ts} must be non-empty integers >= 1")
+        out[name] = {"iterations": Ts, "hyper": dict(entry.get("hyper") or {})}
+    return out, skipped
+
+
+def curve_epsilons(cfg: dict) -> list[str]:
+    """Epsilons whose per-iterate curves are stored: those Figures 1 and 3 plot."""
+    fig = cfg.get("figures", {})
+    eps = [fig.get("runtime_epsilon", 1.0)] + list(fig.get("convergence_epsilons", []))
+    return sorted({eps_label(e) for e in eps if e is not None}, key=float)
+
+
+def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: bool = True) -> Plan:
+    """Expand a validated config into the job list (see module docstring)."""
+    if registry is None:
+        from ..algorithms import ALGORITHMS as registry
+    warnings: list[str] = []
+    data_dir = resolve_data_dir(cfg.get("data_dir"), base_dir)
+    datasets, dropped = {}, {}
+    for name, entry in cfg["datasets"].items():
+        entry = entry or {}
+        options = dict(entry.get("options") or {})
+        ok, why = (dataset_available(name, data_dir, cfg.get("allow_download", False), options)
+                   if check_data else (True, ""))
+        if ok:
+            datasets[name] = {"options": options, "optional": bool(entry.get("optional", False))}
+        elif entry.get("optional", False):
+            dropped[name] = why
+            warnings.append(f"optional dataset {name!r} dropped: {why}")
+        else:
+            raise ValueError(f"config datasets.{name}: source files not found ({why}); mark it "
+                             f"'optional: true' to skip it when absent, or set data_dir/allow_download")
+    if not datasets:
+        raise ValueError("config datasets: no dataset is available")
+    algos, skipped = algorithm_grids(cfg, registry)
+    for name in skipped:
+        warnings.append(f"algorithm {name!r} is not registered: skipped (missing_algorithms: skip)")
+    if not algos:
+        raise ValueError("config algorithms: no registered algorithm left")
+
+    seeds = seed_list(cfg["seeds"])
+    chunks = seed_chunks(seeds, cfg.get("seeds_per_job"))
+    eps_values = {eps_label(e): float(e) for e in cfg["epsilons"]}
+    if len(eps_values) != len(cfg["epsilons"]):
+        raise ValueError(f"config epsilons {cfg['epsilons']} contain duplicates")
+    curves = curve_epsilons(cfg)
+    max_points = int(cfg.get("curves", {}).get("max_points", 200))
+    primary = cfg.get("conversion", "bs16")
+
+    combos: list[tuple[str, str, str, str]] = []
+    for ds in datasets:
+        for alg in algos:
+            for e in eps_values:
+                combos.append((ds, alg, primary, e))
+    study = cfg.get("conversion_study") or {}
+    if study.get("enabled", False):
+        alg = study["algorithm"]
+        if alg in algos:
+            for ds in study.get("datasets") or list(datasets):
+                if ds not in datasets:
+                    continue
+                for e in [eps_label(x) for x in (study.get("epsilons") or cfg["epsilons"])]:
+                    if e not in eps_values:
+                        eps_values[e] = float(e)
+                    for conv in study["conversions"]:
+                        if conv != primary:
+                            combos.append((ds, alg, conv, e))
+        else:
+            warnings.append(f"conversion_study.algorithm {alg!r} is not in algorithms: study skipped")
+
+    jobs = []
+    for ds, alg, conv, e in combos:
+        for label, chunk_seeds in chunks:
+            spec = {
+                "dataset": ds, "dataset_options": datasets[ds]["options"], "algorithm": alg,
+                "hyper": algos[alg]["hyper"], "conversion": conv, "primary": conv == primary,
+                "epsilon": eps_values[e], "eps_label": e, "delta": cfg.get("delta"),
+                "seeds": chunk_seeds, "iterations": algos[alg]["iterations"],
+                "curves_max_points": max_points if e in curves else 0,
+            }
+            jobs.append(Job(ds, alg, conv, e, label, spec))
+    return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings)
+
+
+def protocol_summary(plan: Plan) -> dict:
+    """The protocol facts the report and tables state (epsilon grid, delta rule, ...)."""
+    cfg = plan.config
+    seeds = seed_list(cfg["seeds"])
+    return {
+        "datasets": list(plan.datasets), "dropped_datasets": plan.dropped,
+        "epsilons": [eps_label(e) for e in cfg["epsilons"]],
+        "delta": "n^-2" if cfg.get("delta") is None else cfg["delta"],
+        "conversion": cfg.get("conversion", "bs16"),
+        "n_seeds": len(seeds), "seeds": seeds,
+        "grids": {a: v["iterations"] for a, v in plan.algorithms.items()},
+        "selection": "best T = argmin over the T grid of the mean last-iterate excess loss over seeds "
+                     "(non-private tuning, as in the paper)",
+        "n_jobs": len(plan.jobs), "config_hash": config_hash(cfg),
+    }
+
+
+def is_finite_number(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -1,0 +1,138 @@
+"""Run one pipeline job: every (seed, T) of one (dataset, algorithm, conversion, epsilon) chunk.
+
+Writes (atomically, via :mod:`dpnewton.io`)
+
+* ``rows``: a CSV with one row per run (``head``-readable), the :func:`result_record` columns plus
+  provenance (config hash, package version, git revision, n, d, loss*, hyper-parameters);
+* ``curves``: a parquet file of per-iterate excess loss and cumulative update time, downsampled
+  to at most ``curves_max_points`` iterates per run (empty when the spec stores no curves).
+
+The core is called once per seed with the whole T grid (one batch of |T| runs), so progress is
+logged per seed and a run's numbers do not depend on how seeds are chunked into jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import subprocess
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..io import atomic_path, atomic_write_text
+from .config import config_hash
+
+log = logging.getLogger("dpnewton.pipeline")
+
+CURVE_COLUMNS = ["dataset", "algorithm", "conversion", "epsilon", "seed", "iterations", "iterate",
+                 "excess_loss", "elapsed_s"]
+
+
+@lru_cache(maxsize=1)
+def git_revision() -> str:
+    """HEAD of the repository holding this package (+ '-dirty' if the tree has changes)."""
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=20, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return rev + ("-dirty" if dirty else "")
+
+
+def provenance(spec: dict) -> dict:
+    from .. import __version__
+
+    return {"config_hash": config_hash(spec), "package_version": __version__, "git_revision": git_revision(),
+            "python_version": platform.python_version(), "numpy_version": np.__version__}
+
+
+def curve_indices(T: int, max_points: int) -> np.ndarray:
+    """Iterates 0..T kept for a curve: all if few, else a linear + geometric mix incl. 0 and T."""
+    if max_points <= 0:
+        return np.zeros(0, dtype=int)
+    if T + 1 <= max_points:
+        return np.arange(T + 1)
+    half = max(max_points // 2, 2)
+    lin = np.linspace(0, T, half)
+    geo = np.geomspace(1, T, max_points - half)
+    return np.unique(np.concatenate([[0, T], np.rint(lin), np.rint(geo)]).astype(int))
+
+
+def _flatten(record: dict) -> dict:
+    return {k: (json.dumps(v, sort_keys=True, default=str) if isinstance(v, (list, dict)) else v)
+            for k, v in record.items()}
+
+
+def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: str | Path) -> pd.DataFrame:
+    """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.config.expand`)."""
+    from ..experiment import result_record, run_algorithm
+    from ..problems import load_problem_from_prepared
+
+    t0 = time.perf_counter()
+    problem = load_problem_from_prepared(Path(prepared))
+    prov = provenance(spec)
+    Ts = [int(t) for t in spec["iterations"]]
+    eps = float(spec["epsilon"])
+    max_points = int(spec.get("curves_max_points", 0))
+    log.info("job %s/%s/%s eps=%s seeds=%s T=%s n=%d d=%d config_hash=%s", spec["dataset"], spec["algorithm"],
+             spec["conversion"], spec["eps_label"], spec["seeds"], Ts, problem.n, problem.d, prov["config_hash"])
+    rows, curves = [], []
+    seeds = list(spec["seeds"])
+    for k, seed in enumerate(seeds, 1):
+        ts = time.perf_counter()
+        results = run_algorithm(problem, spec["dataset"], spec["algorithm"], eps, [int(seed)], Ts,
+                                delta=spec.get("delta"), conversion=spec["conversion"],
+                                hyper=dict(spec.get("hyper") or {}))
+        for res in results:
+            rec = result_record(res, spec["conversion"], eps, _delta(spec, problem.n))
+            rec.update({"eps_label": spec["eps_label"], "n": problem.n, "d": problem.d,
+                        "loss_opt": problem.loss_opt, "hyper": spec.get("hyper") or {}, **prov})
+            rows.append(_flatten(rec))
+            log.info("  seed %d T=%d excess_loss=%.6g runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
+                     seed, res.identity.iterations, rec["excess_loss"], rec["runtime_s"], rec["rho"],
+                     rec["ledger_rho_total"], rec["resets"])
+            if max_points:
+                idx = curve_indices(res.identity.iterations, max_points)
+                curves.append(pd.DataFrame({
+                    "dataset": spec["dataset"], "algorithm": spec["algorithm"], "conversion": spec["conversion"],
+                    "epsilon": eps, "seed": int(seed), "iterations": res.identity.iterations, "iterate": idx,
+                    "excess_loss": np.asarray(res.excess_loss)[idx], "elapsed_s": np.asarray(res.elapsed)[idx]}))
+        log.info("progress %d/%d seeds done (%d runs, %.1fs)", k, len(seeds), len(results),
+                 time.perf_counter() - ts)
+    frame = pd.DataFrame(rows)
+    with atomic_path(rows_out, suffix=".csv") as tmp:
+        frame.to_csv(tmp, index=False)
+    curve_frame = (pd.concat(curves, ignore_index=True) if curves
+                   else pd.DataFrame({c: pd.Series(dtype="float64") for c in CURVE_COLUMNS}))
+    with atomic_path(curves_out, suffix=".parquet") as tmp:
+        curve_frame.to_parquet(tmp, index=False)
+    log.info("job done: %d rows in %.1fs", len(frame), time.perf_counter() - t0)
+    return frame
+
+
+def _delta(spec: dict, n: int) -> float:
+    from ..privacy import default_delta
+
+    return default_delta(n) if spec.get("delta") is None else float(spec["delta"])
+
+
+def setup_log(path: str | Path | None) -> None:
+    """Log INFO lines to ``path`` (the rule's log: file) and stderr."""
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(path, mode="w"))
+    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
+                        format="%(asctime)s %(levelname)s %(message)s")
+
+
+def write_text(path, text: str) -> None:
+    atomic_write_text(path, text)

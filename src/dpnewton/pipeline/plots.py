@@ -1,0 +1,225 @@
+"""Figures of the paper (1-4) plus the conversion study (5), from the aggregate tables.
+
+Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
+epsilon). Axis labels and titles state that T was selected non-privately.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..io import atomic_path  # noqa: E402
+
+NONPRIVATE = "best T per algorithm chosen non-privately"
+LABELS = {"dp-gd": "DP-GD", "dp-gd-oracle": "DP-GD-Oracle", "hess-clip": "Hess-clip", "hess-add": "Hess-add",
+          "qu-clip": "QU-clip", "qu-add": "QU-add", "damped-newton": "[ABL21] damped Newton", "aop": "AOP",
+          "dp-sgd": "DP-SGD", "cubic-newton": "cubic Newton"}
+
+
+def label(name: str) -> str:
+    return LABELS.get(name, name)
+
+
+def _style():
+    plt.style.use("seaborn-v0_8-darkgrid")
+
+
+def _grid(n: int, ncols: int = 3, size=(4.2, 3.3)):
+    ncols = max(1, min(ncols, n))
+    nrows = max(1, math.ceil(n / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)
+
+
+def save(fig, paths) -> None:
+    for p in paths:
+        p = Path(p)
+        with atomic_path(p, suffix=p.suffix) as tmp:
+            fig.savefig(tmp, format=p.suffix.lstrip("."), bbox_inches="tight", dpi=150)
+    plt.close(fig)
+
+
+def _empty(ax, text="no data"):
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+
+
+def _positive(y):
+    y = np.asarray(y, dtype=float)
+    return np.where(y > 0, y, np.nan)
+
+
+def _band(ax, x, mean, se, **kw):
+    line, = ax.plot(x, mean, **kw)
+    lo = np.asarray(mean, dtype=float) - np.asarray(se, dtype=float)
+    hi = np.asarray(mean, dtype=float) + np.asarray(se, dtype=float)
+    ax.fill_between(x, _positive(lo), _positive(hi), alpha=0.2, color=line.get_color(), linewidth=0)
+    return line
+
+
+def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conversion: str, paths,
+                    title: str = "Privacy-utility trade-off") -> None:
+    """Figure 2 (and 4): best-T mean excess loss vs epsilon, log-log, +-1 s.e. bands, trivial line."""
+    _style()
+    b = best[(best["conversion"] == conversion) & best["algorithm"].isin(algorithms)]
+    datasets = sorted(best["dataset"].unique())
+    fig, axes = _grid(len(datasets))
+    for ax, ds in zip(axes, datasets):
+        d = b[b["dataset"] == ds]
+        for alg in algorithms:
+            a = d[d["algorithm"] == alg].sort_values("epsilon")
+            if len(a):
+                _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
+                      ms=3, label=label(alg))
+        triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
+        if len(triv):
+            ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
+        if d.empty:
+            _empty(ax)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(ds)
+        ax.set_xlabel(r"privacy budget $\varepsilon$ ($\delta=n^{-2}$)")
+        ax.set_ylabel("excess loss at best T (mean, +-1 s.e.)")
+    _legend(fig, axes)
+    fig.suptitle(f"{title} ({NONPRIVATE}; conversion {conversion})")
+    save(fig, paths)
+
+
+def runtime_curves(curves: pd.DataFrame, algorithms, epsilon: float, conversion: str, paths) -> None:
+    """Figure 1: excess loss vs wall time of the update steps, best-T runs, mean over seeds."""
+    _style()
+    c = curves[(curves["conversion"] == conversion) & np.isclose(curves["epsilon"], epsilon)
+               & curves["algorithm"].isin(algorithms)]
+    datasets = sorted(curves["dataset"].unique()) or ["(none)"]
+    fig, axes = _grid(len(datasets))
+    for ax, ds in zip(axes, datasets):
+        d = c[c["dataset"] == ds]
+        for alg in algorithms:
+            a = d[d["algorithm"] == alg].sort_values("iterate")
+            if len(a):
+                _band(ax, a["elapsed_s_mean"], _positive(a["excess_loss_mean"]), a["excess_loss_se"],
+                      label=f"{label(alg)} (T={int(a['iterations'].iloc[0])})")
+        if d.empty:
+            _empty(ax)
+        ax.set_yscale("log")
+        ax.set_title(f"{ds}, eps={epsilon:g}")
+        ax.set_xlabel("wall time of update steps (s, mean over seeds)")
+        ax.set_ylabel("excess loss (mean, +-1 s.e.)")
+    _legend(fig, axes)
+    fig.suptitle(f"Excess loss vs runtime at eps={epsilon:g} ({NONPRIVATE})")
+    save(fig, paths)
+
+
+def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, paths) -> None:
+    """Figure 3: excess loss vs iteration at a low and a high epsilon, best-T runs."""
+    _style()
+    datasets = sorted(curves["dataset"].unique()) or ["(none)"]
+    eps = list(epsilons)
+    fig, axes = plt.subplots(len(datasets), len(eps), figsize=(4.2 * len(eps), 3.3 * len(datasets)),
+                             squeeze=False)
+    for i, ds in enumerate(datasets):
+        for j, e in enumerate(eps):
+            ax = axes[i][j]
+            d = curves[(curves["dataset"] == ds) & (curves["conversion"] == conversion)
+                       & np.isclose(curves["epsilon"], e)]
+            for alg in algorithms:
+                a = d[d["algorithm"] == alg].sort_values("iterate")
+                if len(a):
+                    _band(ax, a["iterate"], _positive(a["excess_loss_mean"]), a["excess_loss_se"],
+                          label=f"{label(alg)} (T={int(a['iterations'].iloc[0])})")
+            if d.empty:
+                _empty(ax)
+            ax.set_yscale("log")
+            ax.set_title(f"{ds}, eps={e:g}")
+            ax.set_xlabel("iteration")
+            ax.set_ylabel("excess loss (mean, +-1 s.e.)")
+            ax.legend(fontsize=7)
+    fig.suptitle(f"Convergence: DP-GD-Oracle vs ours ({NONPRIVATE})")
+    fig.tight_layout(rect=(0, 0, 1, 1 - min(0.2, 0.45 / fig.get_figheight())))
+    save(fig, paths)
+
+
+def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths) -> None:
+    """Figure 5: one algorithm's best-T excess loss vs epsilon under each eps->rho conversion."""
+    _style()
+    b = best[best["algorithm"] == algorithm]
+    datasets = sorted(b["dataset"].unique()) or ["(none)"]
+    fig, axes = _grid(len(datasets))
+    for ax, ds in zip(axes, datasets):
+        d = b[b["dataset"] == ds]
+        for conv in conversions_list:
+            a = d[d["conversion"] == conv].sort_values("epsilon")
+            if len(a):
+                _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
+                      ms=3, label=conv)
+        if d.empty:
+            _empty(ax)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{ds}: {label(algorithm)}")
+        ax.set_xlabel(r"target $\varepsilon$ ($\delta=n^{-2}$)")
+        ax.set_ylabel("excess loss at best T (mean, +-1 s.e.)")
+    _legend(fig, axes)
+    fig.suptitle(f"epsilon -> rho conversions ({NONPRIVATE})")
+    save(fig, paths)
+
+
+def _legend(fig, axes):
+    """One shared legend under the panels; room for it and for the suptitle."""
+    handles, labels_ = {}, []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in handles:
+                handles[lab] = h
+                labels_.append(lab)
+    rows = math.ceil(len(labels_) / 4) if handles else 0
+    legend_in, title_in = 0.22 * rows + 0.15, 0.45
+    height = fig.get_figheight() + legend_in + title_in
+    fig.set_figheight(height)
+    bottom, top = legend_in / height, 1 - title_in / height
+    if handles:
+        fig.legend([handles[k] for k in labels_], labels_, loc="lower center", ncol=min(4, len(labels_)),
+                   bbox_to_anchor=(0.5, 0.0), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, bottom, 1, top))
+
+
+def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
+    """Entry point of the figure rules: ``name`` is the rule name (fig1_runtime, ...)."""
+    fig = params.get("figures") or {}
+    conv = params["conversion"]
+    best = pd.read_parquet(inputs["best"])
+    if name == "fig1_runtime":
+        runtime_curves(pd.read_parquet(inputs["curves"]), fig.get("runtime_algorithms", ["dp-gd", "hess-clip"]),
+                       float(fig.get("runtime_epsilon", 1.0)), conv, outputs)
+    elif name == "fig2_privacy_utility":
+        privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["privacy_utility"], conv, outputs)
+    elif name == "fig3_convergence":
+        convergence(pd.read_parquet(inputs["curves"]), fig.get("convergence_algorithms", []),
+                    fig.get("convergence_epsilons", [0.1, 10]), conv, outputs)
+    elif name == "fig4_minibatch":
+        privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["minibatch"], conv, outputs,
+                        title="Minibatch variants vs DP-SGD")
+    elif name == "fig5_conversions":
+        study = params.get("study") or {}
+        conversions(best, study.get("algorithm", "hess-clip"), params["conversions"], outputs)
+    else:
+        raise ValueError(f"unknown figure {name!r}")
+
+
+def publish(sources, targets) -> None:
+    """Copy each source figure onto its target path atomically."""
+    import shutil
+
+    for src, dst in zip(sources, targets):
+        with atomic_path(dst, suffix=Path(dst).suffix) as tmp:
+            shutil.copyfile(src, tmp)

@@ -1,0 +1,153 @@
+"""Unit tests of the pipeline's aggregation logic on hand-made frames (no Snakemake)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpnewton.pipeline import aggregate as agg
+from dpnewton.pipeline.config import eps_label, expand, seed_chunks, seed_list
+from dpnewton.pipeline.jobs import curve_indices
+
+
+def make_runs(cells):
+    """cells: {(dataset, algorithm, eps, T): [excess losses per seed]}, runtime = T * 0.01 * (1 + seed)."""
+    rows = []
+    for (ds, alg, eps, T), losses in cells.items():
+        for seed, loss in enumerate(losses):
+            rows.append({"dataset": ds, "algorithm": alg, "conversion": "bs16", "epsilon": eps, "iterations": T,
+                         "seed": seed, "excess_loss": loss, "runtime_s": T * 0.01 * (1 + seed), "rho": 0.5,
+                         "ledger_rho_total": 0.5, "delta": 1e-8, "diverged": False, "resets": 0})
+    return agg.check_privacy(pd.DataFrame(rows))
+
+
+def test_summary_mean_se_median():
+    runs = make_runs({("s", "a", 1.0, 5): [1.0, 2.0, 4.0]})
+    s = agg.summarize(runs)
+    assert len(s) == 1
+    r = s.iloc[0]
+    assert r["n_seeds"] == 3
+    assert r["excess_loss_mean"] == pytest.approx(7 / 3)
+    assert r["excess_loss_median"] == pytest.approx(2.0)
+    assert r["excess_loss_se"] == pytest.approx(np.std([1.0, 2.0, 4.0], ddof=0) / math.sqrt(3))
+    assert r["runtime_s_mean"] == pytest.approx(0.05 * 2)
+    assert bool(r["ledger_ok"])
+
+
+def test_best_t_argmin_ties_and_edges():
+    runs = make_runs({
+        ("s", "a", 1.0, 1): [3.0, 3.0], ("s", "a", 1.0, 2): [1.0, 1.0], ("s", "a", 1.0, 4): [2.0, 2.0],
+        ("s", "b", 1.0, 1): [1.0, 1.0], ("s", "b", 1.0, 2): [1.0, 1.0], ("s", "b", 1.0, 4): [5.0, 5.0],
+        ("s", "c", 1.0, 1): [5.0, 5.0], ("s", "c", 1.0, 2): [4.0, 4.0], ("s", "c", 1.0, 4): [0.5, 0.7],
+        ("s", "d", 1.0, 1): [0.2, 0.4],
+    })
+    best = agg.best_t(agg.summarize(runs)).set_index("algorithm")
+    assert best.loc["a", "best_T"] == 2 and not best.loc["a", "at_edge"] and best.loc["a", "edge"] == ""
+    assert best.loc["b", "best_T"] == 1 and best.loc["b", "edge"] == "low"      # tie -> smaller T
+    assert best.loc["c", "best_T"] == 4 and best.loc["c", "edge"] == "high"
+    assert best.loc["c", "excess_loss_mean"] == pytest.approx(0.6)
+    assert best.loc["c", "runtime_s_mean"] == pytest.approx((0.04 + 0.08) / 2)
+    assert best.loc["d", "best_T"] == 1 and not best.loc["d", "at_edge"]       # one-value grid: no edge
+    assert (best["selection"].str.contains("non-private")).all()
+
+
+def test_best_t_ignores_nonfinite_means():
+    runs = make_runs({("s", "a", 1.0, 1): [np.inf, 1.0], ("s", "a", 1.0, 2): [2.0, 2.0],
+                      ("s", "a", 1.0, 3): [np.nan, 0.1], ("s", "z", 1.0, 1): [np.nan, np.nan]})
+    best = agg.best_t(agg.summarize(runs)).set_index("algorithm")
+    assert best.loc["a", "best_T"] == 2
+    assert pd.isna(best.loc["z", "best_T"]) and bool(best.loc["z", "all_nonfinite"])
+
+
+def test_table1_ratio_and_min_max():
+    runs = make_runs({
+        ("s", "dp-gd", 0.1, 100): [0.2, 0.2], ("s", "dp-gd", 0.1, 200): [0.3, 0.3],
+        ("s", "dp-gd", 1.0, 200): [0.1, 0.1], ("s", "dp-gd", 1.0, 100): [0.2, 0.2],
+        ("s", "hess-clip", 0.1, 5): [0.2, 0.2], ("s", "hess-clip", 1.0, 10): [0.05, 0.05],
+        ("t", "hess-clip", 1.0, 10): [0.05, 0.05],   # no DP-GD on t: not in Table 1
+    })
+    best = agg.best_t(agg.summarize(runs))
+    long, wide = agg.table1(best, "dp-gd", "hess-clip")
+    assert list(wide["dataset"]) == ["s"]
+    # runtime at best T: mean over seeds of T * 0.01 * (1 + seed) = T * 0.015
+    assert wide.loc[0, "eps=0.1"] == pytest.approx((100 * 0.015) / (5 * 0.015))
+    assert wide.loc[0, "eps=1"] == pytest.approx((200 * 0.015) / (10 * 0.015))
+    assert wide.loc[0, "min runtime hess-clip (s)"] == pytest.approx(5 * 0.015)
+    assert wide.loc[0, "max runtime hess-clip (s)"] == pytest.approx(10 * 0.015)
+    assert np.allclose(long["ratio"], long["runtime_s_mean_dp_gd"] / long["runtime_s_mean_hess_clip"])
+    md = agg.table1_markdown(wide, "dp-gd", "hess-clip", "bs16")
+    assert "| s | 20.00x | 20.00x |" in md
+
+
+def test_privacy_check_kinds():
+    runs = pd.DataFrame({"rho": [0.5, 0.5, 0.5, 0.5], "epsilon": [1.0] * 4,
+                         "ledger_rho_total": [0.5, 0.4, np.nan, np.nan],
+                         "accountant_epsilon": [np.nan, np.nan, 0.99, np.nan]})
+    out = agg.check_privacy(runs)
+    assert list(out["privacy_check"]) == ["zcdp-ledger", "zcdp-ledger", "accountant", "mechanism"]
+    assert list(out["ledger_ok"]) == [True, False, True, True]
+    runs.loc[2, "accountant_epsilon"] = 1.1
+    assert not agg.check_privacy(runs)["ledger_ok"][2]
+
+
+def test_trivial_baseline():
+    b = agg.trivial_baseline([{"dataset": "x", "loss_opt": 0.3, "n": 10, "d": 2}])
+    assert b.loc[0, "trivial_excess_loss"] == pytest.approx(math.log(2) - 0.3)
+
+
+def test_best_curves_select_best_T_runs():
+    runs = make_runs({("s", "a", 1.0, 2): [1.0, 1.0], ("s", "a", 1.0, 3): [0.5, 0.5]})
+    best = agg.best_t(agg.summarize(runs))
+    curves = pd.DataFrame([{"dataset": "s", "algorithm": "a", "conversion": "bs16", "epsilon": 1.0, "seed": s,
+                            "iterations": T, "iterate": k, "excess_loss": float(k + s), "elapsed_s": 0.1 * k}
+                           for T in (2, 3) for s in (0, 1) for k in range(T + 1)])
+    bc = agg.best_curves(curves, best)
+    assert set(bc["iterations"]) == {3} and len(bc) == 4
+    assert list(bc["excess_loss_mean"]) == [0.5, 1.5, 2.5, 3.5]
+
+
+def test_labels_seeds_chunks_and_curve_indices():
+    assert [eps_label(e) for e in (0.01, 0.03, 1, 1.0, 10, 0.3)] == ["0.01", "0.03", "1", "1", "10", "0.3"]
+    assert float(eps_label(0.1234567891)) == 0.1234567891
+    assert seed_list(3) == [0, 1, 2]
+    assert seed_chunks([0, 1, 2, 3, 4], 2) == [("0-1", [0, 1]), ("2-3", [2, 3]), ("4-4", [4])]
+    assert seed_chunks([0, 1, 2], None) == [("0-2", [0, 1, 2])]
+    assert list(curve_indices(5, 200)) == [0, 1, 2, 3, 4, 5]
+    idx = curve_indices(5000, 100)
+    assert idx[0] == 0 and idx[-1] == 5000 and len(idx) <= 102 and np.all(np.diff(idx) > 0)
+    assert len(curve_indices(10, 0)) == 0
+
+
+def _cfg(**kw):
+    cfg = {"datasets": {"synthetic": {"options": {"n": 100, "d": 3}}, "a1a": {"optional": True}},
+           "data_dir": "/nonexistent-dpnewton-dir", "epsilons": [0.1, 1], "seeds": 4, "seeds_per_job": 2,
+           "grids": {"g": [3, 1, 2]}, "algorithms": {"dp-gd": {"grid": "g"}, "hess-clip": {"iterations": [1, 5]}},
+           "conversion_study": {"enabled": True, "algorithm": "hess-clip", "conversions": ["bs16", "cks"],
+                                "epsilons": [1]},
+           "figures": {"runtime_epsilon": 1, "convergence_epsilons": [0.1]}}
+    cfg.update(kw)
+    return cfg
+
+
+def test_expand_jobs_optional_dataset_and_study():
+    plan = expand(_cfg())
+    assert list(plan.datasets) == ["synthetic"] and "a1a" in plan.dropped
+    assert plan.algorithms["dp-gd"]["iterations"] == [1, 2, 3]
+    # 1 dataset x 2 algorithms x 2 eps x 2 chunks + study (cks at eps=1) x 2 chunks
+    assert len(plan.jobs) == 8 + 2
+    assert {j.conversion for j in plan.jobs} == {"bs16", "cks"}
+    j = plan.job_index[("synthetic", "hess-clip", "cks", "1", "2-3")]
+    assert j.spec["seeds"] == [2, 3] and j.spec["epsilon"] == 1.0 and j.spec["curves_max_points"] > 0
+    assert plan.job_index[("synthetic", "dp-gd", "bs16", "0.1", "0-1")].spec["curves_max_points"] > 0
+
+
+def test_expand_errors_name_the_problem():
+    with pytest.raises(ValueError, match="nope"):
+        expand(_cfg(algorithms={"nope": {"grid": "g"}}))
+    plan = expand(_cfg(algorithms={"nope": {"grid": "g"}, "dp-gd": {"grid": "g"}}, missing_algorithms="skip"))
+    assert plan.skipped_algorithms == ["nope"] and list(plan.algorithms) == ["dp-gd"]
+    with pytest.raises(ValueError, match="missing_grid"):
+        expand(_cfg(algorithms={"dp-gd": {"grid": "missing_grid"}}))
+    with pytest.raises(ValueError, match="a1a"):
+        expand(_cfg(datasets={"a1a": {}}))

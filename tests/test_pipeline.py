@@ -1,0 +1,144 @@
+"""End-to-end test of the Snakemake pipeline on config/test.yaml (tiny grids), in a tmp dir.
+
+Select with ``pytest -m slow tests/test_pipeline.py`` (or ``-k pipeline``); takes about 1-2 minutes
+on 2 cores. Uses a1a from ../shared/datasets when present (optional dataset), synthetic always.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_CONFIG = REPO / "config" / "test.yaml"
+SHARED_A1A = REPO.parent / "shared" / "datasets" / "a1a" / "a1a.t"
+
+
+def snakemake(workdir, *args, config=TEST_CONFIG, timeout=900):
+    cmd = [sys.executable, "-m", "snakemake", *args, "--directory", str(workdir), "--configfile", str(config)]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("pipeline")
+    res = snakemake(wd, "--cores", "2")
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    return wd
+
+
+def test_tables_schema_and_provenance(run_dir):
+    runs = pd.read_parquet(run_dir / "results/tables/runs.parquet")
+    mirror = pd.read_csv(run_dir / "results/tables/runs.csv")
+    assert len(runs) == len(mirror) > 0
+    for col in ["dataset", "algorithm", "epsilon", "delta", "conversion", "rho", "iterations", "seed",
+                "excess_loss", "runtime_s", "ledger_rho_total", "config_hash", "package_version",
+                "git_revision", "n", "loss_opt"]:
+        assert col in runs.columns, col
+    z = runs[runs["privacy_check"] == "zcdp-ledger"]
+    assert len(z) and np.allclose(z["ledger_rho_total"], z["rho"], rtol=1e-9, atol=0)
+    assert set(z["algorithm"]) >= {"hess-clip", "dp-gd", "dp-gd-oracle", "damped-newton"}
+    assert runs["ledger_ok"].all()
+    assert np.allclose(runs["delta"], runs["n"].astype(float) ** -2)
+    assert set(runs["conversion"]) == {"paper", "bs16", "cks", "gdp", "official-fsolve"}
+    assert (runs["config_hash"].str.len() == 12).all() and runs["package_version"].notna().all()
+    # every (dataset, algorithm, conversion, eps, seed, T) exactly once
+    key = ["dataset", "algorithm", "conversion", "epsilon", "seed", "iterations"]
+    assert not runs.duplicated(key).any()
+    expected = {"synthetic"} | ({"a1a"} if SHARED_A1A.exists() else set())
+    assert set(runs["dataset"]) == expected
+    assert runs["algorithm"].nunique() >= 7
+
+
+def test_best_t_is_argmin_of_mean(run_dir):
+    summary = pd.read_parquet(run_dir / "results/tables/summary.parquet")
+    best = pd.read_parquet(run_dir / "results/tables/best_T.parquet")
+    pd.read_csv(run_dir / "results/tables/best_T.csv")
+    grp = ["dataset", "algorithm", "conversion", "epsilon"]
+    assert len(best) == len(summary.groupby(grp))
+    for _, r in best.iterrows():
+        cell = summary[(summary[grp] == r[grp].values).all(axis=1)].sort_values("iterations")
+        means = cell["excess_loss_mean"].to_numpy()
+        assert r["best_T"] == cell["iterations"].iloc[int(np.nanargmin(np.where(np.isfinite(means), means, np.inf)))]
+        assert r["excess_loss_mean"] == pytest.approx(float(np.nanmin(means)))
+        edge = r["best_T"] in (cell["iterations"].min(), cell["iterations"].max()) and len(cell) > 1
+        assert bool(r["at_edge"]) == edge
+    assert best["selection"].str.contains("non-private").all()
+    edges = (run_dir / "results/tables/best_T_edges.md").read_text()
+    assert "grid edge" in edges
+
+
+def test_table1_and_baseline(run_dir):
+    best = pd.read_parquet(run_dir / "results/tables/best_T.parquet")
+    t1 = pd.read_parquet(run_dir / "results/tables/table1.parquet")
+    pd.read_csv(run_dir / "results/tables/table1.csv")
+    assert "Table 1" in (run_dir / "results/tables/table1.md").read_text()
+    b = best[best["conversion"] == "bs16"].set_index(["algorithm", "dataset", "epsilon"])
+    assert len(t1) == best["dataset"].nunique()
+    for _, row in t1.iterrows():
+        ds = row["dataset"]
+        for eps in (0.1, 1.0):
+            expect = b.loc[("dp-gd", ds, eps), "runtime_s_mean"] / b.loc[("hess-clip", ds, eps), "runtime_s_mean"]
+            assert row[f"eps={eps:g}"] == pytest.approx(expect)
+        ours = [b.loc[("hess-clip", ds, e), "runtime_s_mean"] for e in (0.1, 1.0)]
+        assert row["min runtime hess-clip (s)"] == pytest.approx(min(ours))
+        assert row["max runtime hess-clip (s)"] == pytest.approx(max(ours))
+    base = pd.read_parquet(run_dir / "results/tables/baseline.parquet")
+    for _, r in base.iterrows():
+        opt = json.loads((run_dir / f"results/data/{r['dataset']}.optimum.json").read_text())
+        assert r["trivial_excess_loss"] == pytest.approx(math.log(2) - opt["loss_opt"])
+    protocol = json.loads((run_dir / "results/tables/protocol.json").read_text())
+    assert protocol["delta"] == "n^-2" and protocol["ledger_mismatches"] == 0
+
+
+def test_job_files_logs_and_figures(run_dir):
+    rows = sorted((run_dir / "results/runs").rglob("*.csv"))
+    assert rows
+    first = rows[0].read_text().splitlines()
+    assert first[0].startswith("dataset,algorithm,epsilon")
+    log = (run_dir / "logs/runs/synthetic/hess-clip/bs16/eps~1/seeds~0-1.log").read_text()
+    assert "progress 2/2 seeds done" in log and "excess_loss=" in log
+    curves = pd.read_parquet(run_dir / "results/runs/synthetic/hess-clip/bs16/eps~1/seeds~0-1.curves.parquet")
+    assert set(curves["iterations"]) == {1, 2, 4} and curves["iterate"].max() == 4
+    for fig in ["fig1_runtime", "fig2_privacy_utility", "fig3_convergence", "fig4_minibatch", "fig5_conversions"]:
+        for ext in ("png", "pdf"):
+            for folder in ("results/figures", "figures"):
+                p = run_dir / folder / f"{fig}.{ext}"
+                assert p.exists() and p.stat().st_size > 1000, p
+
+
+def test_second_run_does_nothing(run_dir):
+    res = snakemake(run_dir, "-n")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Nothing to be done" in res.stdout + res.stderr
+
+
+def test_report_builds(run_dir):
+    res = snakemake(run_dir, "--report", "report.html")
+    assert res.returncode == 0, res.stderr[-3000:]
+    html = (run_dir / "report.html").read_text(errors="replace")
+    assert "non-private" in html and len(html) > 10000
+
+
+def test_lint_is_clean(tmp_path):
+    res = snakemake(tmp_path, "--lint")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_bad_config_key_fails_naming_it(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TEST_CONFIG.read_text() + "\nbogus_key: 1\n")
+    res = snakemake(tmp_path, "-n", config=bad)
+    assert res.returncode != 0 and "bogus_key" in res.stdout + res.stderr
+    bad.write_text(TEST_CONFIG.read_text().replace("conversion: bs16", "conversion: nonsense"))
+    res = snakemake(tmp_path, "-n", config=bad)
+    assert res.returncode != 0 and "nonsense" in res.stdout + res.stderr

@@ -1,0 +1,44 @@
+rule aggregate:
+    input:
+        rows=all_job_rows(),
+        curves=all_job_curves(),
+        optima=all_optima(),
+    output:
+        **{f"{t}_parquet": f"results/tables/{t}.parquet" for t in TABLES},
+        runs_csv="results/tables/runs.csv",
+        summary_csv="results/tables/summary.csv",
+        best_T_csv=report(
+            "results/tables/best_T.csv",
+            caption="../report/best_T.rst",
+            category="Tables",
+            labels={"table": "best T per cell"},
+        ),
+        baseline_csv=report(
+            "results/tables/baseline.csv",
+            caption="../report/baseline.rst",
+            category="Tables",
+            labels={"table": "trivial baseline"},
+        ),
+        table1_csv=report(
+            "results/tables/table1.csv",
+            caption="../report/table1.rst",
+            category="Tables",
+            labels={"table": "Table 1"},
+        ),
+        table1_long_csv="results/tables/table1_long.csv",
+        table1_md="results/tables/table1.md",
+        edges_md="results/tables/best_T_edges.md",
+        protocol="results/tables/protocol.json",
+        best_curves="results/tables/best_curves.parquet",
+    log:
+        "logs/aggregate.log",
+    params:
+        protocol=PROTOCOL,
+        table1=config.get("table1", {}),
+        conversion=PRIMARY,
+    message:
+        "Aggregating the run rows into tables"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/aggregate.py"

@@ -1,0 +1,110 @@
+# Helpers only (no rules): config validation, experiment expansion, input functions.
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from dpnewton.pipeline import config as pipecfg
+
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+REPO = Path(workflow.basedir)
+PLAN = pipecfg.expand(config, base_dir=REPO)
+JOBS = PLAN.job_index
+DATASETS = list(PLAN.datasets)
+ALGORITHMS = list(PLAN.algorithms)
+PRIMARY = config.get("conversion", "bs16")
+FIG = config.get("figures", {})
+FORMATS = FIG.get("formats", ["png", "pdf"])
+PROTOCOL = pipecfg.protocol_summary(PLAN)
+
+
+wildcard_constraints:
+    dataset="|".join(DATASETS),
+    algorithm="|".join(ALGORITHMS),
+    conversion="paper|bs16|cks|gdp|official-fsolve",
+    eps=r"[0-9][0-9.e+-]*",
+    chunk=r"\d+-\d+",
+
+
+def log_plan():
+    print(
+        f"dpnewton pipeline: {len(PLAN.jobs)} optimizer jobs over datasets {DATASETS}, "
+        f"algorithms {ALGORITHMS}, epsilons {PROTOCOL['epsilons']}, {PROTOCOL['n_seeds']} seeds, "
+        f"conversion {PRIMARY} (config hash {PROTOCOL['config_hash']})",
+        file=sys.stderr,
+    )
+    for w in PLAN.warnings:
+        print(f"WARNING: {w}", file=sys.stderr)
+
+
+def dataset_options(wildcards):
+    return PLAN.datasets[wildcards.dataset]["options"]
+
+
+def data_dir():
+    d = pipecfg.resolve_data_dir(config.get("data_dir"), REPO)
+    return str(d) if d is not None else None
+
+
+def job_spec(wildcards):
+    key = (wildcards.dataset, wildcards.algorithm, wildcards.conversion, wildcards.eps, wildcards.chunk)
+    return JOBS[key].spec
+
+
+def all_job_rows():
+    return [f"{j.stem}.csv" for j in PLAN.jobs]
+
+
+def all_job_curves():
+    return [f"{j.stem}.curves.parquet" for j in PLAN.jobs if j.spec["curves_max_points"]]
+
+
+def all_optima():
+    return expand("results/data/{dataset}.optimum.json", dataset=DATASETS)
+
+
+def present(names):
+    return [a for a in names if a in PLAN.algorithms]
+
+
+def privacy_utility_algorithms():
+    chosen = FIG.get("privacy_utility_algorithms")
+    if chosen:
+        return present(chosen)
+    mini = set(FIG.get("minibatch_algorithms", [])) | {FIG.get("minibatch_baseline", "dp-sgd")}
+    return [a for a in ALGORITHMS if a not in mini and a != "dp-gd-oracle"]
+
+
+def minibatch_algorithms():
+    return present(FIG.get("minibatch_algorithms", []) + [FIG.get("minibatch_baseline", "dp-sgd")])
+
+
+def figure_names():
+    names = ["fig1_runtime", "fig2_privacy_utility", "fig3_convergence"]
+    mini = minibatch_algorithms()
+    if any(a != FIG.get("minibatch_baseline", "dp-sgd") for a in mini):
+        names.append("fig4_minibatch")
+    if len(PLAN.conversions()) > 1:
+        names.append("fig5_conversions")
+    return names
+
+
+def figure_files(folder="results/figures"):
+    return expand(f"{folder}/{{fig}}.{{ext}}", fig=figure_names(), ext=FORMATS)
+
+
+TABLES = ["runs", "summary", "best_T", "baseline", "table1", "table1_long"]
+
+
+def table_files():
+    out = expand("results/tables/{t}.parquet", t=TABLES) + expand("results/tables/{t}.csv", t=TABLES)
+    return out + ["results/tables/table1.md", "results/tables/best_T_edges.md", "results/tables/protocol.json"]
+
+
+def final_outputs():
+    out = table_files() + figure_files() + ["results/tables/best_curves.parquet"]
+    if config.get("publish_figures", False):
+        out += figure_files("figures")
+    return out

@@ -1,0 +1,16 @@
+rule prepare_data:
+    output:
+        npz="results/data/{dataset}.npz",
+        meta="results/data/{dataset}.json",
+    log:
+        "logs/prepare_data/{dataset}.log",
+    params:
+        options=dataset_options,
+        data_dir=data_dir(),
+        allow_download=config.get("allow_download", False),
+    message:
+        "Preparing dataset {wildcards.dataset}"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/prepare_data.py"

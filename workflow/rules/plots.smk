@@ -1,0 +1,157 @@
+rule fig1_runtime:
+    input:
+        best="results/tables/best_T.parquet",
+        curves="results/tables/best_curves.parquet",
+    output:
+        [
+            report(
+                f"results/figures/fig1_runtime.{ext}",
+                caption="../report/fig1_runtime.rst",
+                category="Figures",
+                labels={"figure": "Figure 1: excess loss vs wall time", "format": ext},
+            )
+            for ext in FORMATS
+        ],
+    log:
+        "logs/figures/fig1_runtime.log",
+    params:
+        figure="fig1_runtime",
+        figures=FIG,
+        conversion=PRIMARY,
+        conversions=PLAN.conversions(),
+        study=config.get("conversion_study", {}),
+        privacy_utility=privacy_utility_algorithms(),
+        minibatch=minibatch_algorithms(),
+    message:
+        "Figure 1: excess loss vs wall time"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/figure.py"
+
+
+rule fig2_privacy_utility:
+    input:
+        best="results/tables/best_T.parquet",
+        baseline="results/tables/baseline.parquet",
+    output:
+        [
+            report(
+                f"results/figures/fig2_privacy_utility.{ext}",
+                caption="../report/fig2_privacy_utility.rst",
+                category="Figures",
+                labels={"figure": "Figure 2: privacy-utility", "format": ext},
+            )
+            for ext in FORMATS
+        ],
+    log:
+        "logs/figures/fig2_privacy_utility.log",
+    params:
+        figure="fig2_privacy_utility",
+        figures=FIG,
+        conversion=PRIMARY,
+        conversions=PLAN.conversions(),
+        study=config.get("conversion_study", {}),
+        privacy_utility=privacy_utility_algorithms(),
+        minibatch=minibatch_algorithms(),
+    message:
+        "Figure 2: privacy-utility"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/figure.py"
+
+
+rule fig3_convergence:
+    input:
+        best="results/tables/best_T.parquet",
+        curves="results/tables/best_curves.parquet",
+    output:
+        [
+            report(
+                f"results/figures/fig3_convergence.{ext}",
+                caption="../report/fig3_convergence.rst",
+                category="Figures",
+                labels={"figure": "Figure 3: convergence vs DP-GD-Oracle", "format": ext},
+            )
+            for ext in FORMATS
+        ],
+    log:
+        "logs/figures/fig3_convergence.log",
+    params:
+        figure="fig3_convergence",
+        figures=FIG,
+        conversion=PRIMARY,
+        conversions=PLAN.conversions(),
+        study=config.get("conversion_study", {}),
+        privacy_utility=privacy_utility_algorithms(),
+        minibatch=minibatch_algorithms(),
+    message:
+        "Figure 3: convergence vs DP-GD-Oracle"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/figure.py"
+
+
+rule fig4_minibatch:
+    input:
+        best="results/tables/best_T.parquet",
+        baseline="results/tables/baseline.parquet",
+    output:
+        [
+            report(
+                f"results/figures/fig4_minibatch.{ext}",
+                caption="../report/fig4_minibatch.rst",
+                category="Figures",
+                labels={"figure": "Figure 4: minibatch vs DP-SGD", "format": ext},
+            )
+            for ext in FORMATS
+        ],
+    log:
+        "logs/figures/fig4_minibatch.log",
+    params:
+        figure="fig4_minibatch",
+        figures=FIG,
+        conversion=PRIMARY,
+        conversions=PLAN.conversions(),
+        study=config.get("conversion_study", {}),
+        privacy_utility=privacy_utility_algorithms(),
+        minibatch=minibatch_algorithms(),
+    message:
+        "Figure 4: minibatch vs DP-SGD"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/figure.py"
+
+
+rule fig5_conversions:
+    input:
+        best="results/tables/best_T.parquet",
+    output:
+        [
+            report(
+                f"results/figures/fig5_conversions.{ext}",
+                caption="../report/fig5_conversions.rst",
+                category="Figures",
+                labels={"figure": "Figure 5: conversions", "format": ext},
+            )
+            for ext in FORMATS
+        ],
+    log:
+        "logs/figures/fig5_conversions.log",
+    params:
+        figure="fig5_conversions",
+        figures=FIG,
+        conversion=PRIMARY,
+        conversions=PLAN.conversions(),
+        study=config.get("conversion_study", {}),
+        privacy_utility=privacy_utility_algorithms(),
+        minibatch=minibatch_algorithms(),
+    message:
+        "Figure 5: conversions"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/figure.py"

@@ -1,0 +1,20 @@
+rule run_job:
+    input:
+        npz="results/data/{dataset}.npz",
+        meta="results/data/{dataset}.json",
+        optimum="results/data/{dataset}.optimum.npz",
+        optimum_json="results/data/{dataset}.optimum.json",
+    output:
+        rows="results/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.csv",
+        curves="results/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.curves.parquet",
+    log:
+        "logs/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.log",
+    params:
+        spec=job_spec,
+    threads: 1
+    message:
+        "{wildcards.algorithm} on {wildcards.dataset}, eps={wildcards.eps} ({wildcards.conversion}), seeds {wildcards.chunk}"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/run_job.py"

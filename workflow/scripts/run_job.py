@@ -1,0 +1,5 @@
+"""Thin adapter: rule run_job -> dpnewton.pipeline.jobs.run_job (one job chunk, rows + curves)."""
+from dpnewton.pipeline.jobs import run_job, setup_log
+
+setup_log(snakemake.log[0])
+run_job(snakemake.input.npz, dict(snakemake.params.spec), snakemake.output.rows, snakemake.output.curves)
