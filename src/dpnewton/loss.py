@@ -42,7 +42,10 @@ def lane_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
         padded = np.zeros((B.shape[0], width), dtype=np.float64)
         padded[:, :S] = B
         B = padded
-    return (A @ B)[:, :S]
+    rows = A.shape[0]
+    if rows == 1:  # numpy sends a one-row A to gemv; a zero second row keeps it on gemm
+        A = np.vstack([A, np.zeros_like(A)])
+    return (A @ B)[:rows, :S]
 
 
 def qu_coefficient(m: np.ndarray) -> np.ndarray:
@@ -120,8 +123,14 @@ class LogisticProblem:
     # ---- loss and gradient ------------------------------------------------------------------
     @staticmethod
     def loss_from_margins(m: np.ndarray) -> np.ndarray:
-        """Mean over rows of log(1 + exp(-m)); m may be (n,) or (n, S)."""
-        return np.logaddexp(0.0, -m).mean(axis=0)
+        """Mean over rows of log(1 + exp(-m)); m may be (n,) or (n, S).
+
+        For a stack, each run's terms are summed as one contiguous row (the same pairwise sum as
+        for a single run), so a run's loss does not depend on how many runs share the batch.
+        """
+        if m.ndim == 1:
+            return np.logaddexp(0.0, -m).mean()
+        return np.logaddexp(0.0, -np.ascontiguousarray(m.T)).mean(axis=1)
 
     def loss(self, w: np.ndarray, rows=None) -> float | np.ndarray:
         return self.loss_from_margins(self.margins(w, rows))
