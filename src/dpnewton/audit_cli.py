@@ -36,7 +36,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("audit", help="empirical lower bound on epsilon for one optimizer",
                               description="Run ALGORITHM on a canary pair (D, D + one record) many times "
                                           "per side and report a 95%% Clopper-Pearson lower bound on epsilon.")
-    p.add_argument("algorithm", metavar="ALGORITHM", help="one of: " + ", ".join(names))
+    p.add_argument("algorithm", metavar="MECHANISM", help="audited mechanism (an algorithm or a variant of one): "
+                   + ", ".join(names))
     p.add_argument("--trials", type=int, default=10_000, help="trials per side (default 10000)")
     p.add_argument("--epsilon", type=float, default=3.0, help="claimed epsilon (default 3)")
     p.add_argument("--broken", default="none", choices=BROKEN_VARIANTS,

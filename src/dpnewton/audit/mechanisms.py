@@ -4,33 +4,39 @@ What runs is the *real* algorithm code (``get_algorithm(name).run``), fed with c
 :class:`~dpnewton.algorithms.RunContext` objects:
 
 * the ledger is an :class:`AuditLedger` (a :class:`~dpnewton.privacy.PrivacyLedger` that also
-  remembers the sigma it handed out). The broken variants are ledger subclasses that change only the
-  noise-scaling hook ``charge``: ``half-noise`` returns sigma/2, ``wrong-sensitivity`` calibrates
-  the gradient release with the SOI bound 1/(4n) instead of 1/n (i.e. sigma/4 for the gradient);
-  no production code path is modified;
+  remembers the sigma it handed out). For the zCDP-ledger methods the broken variants are ledger
+  subclasses that change only the noise-scaling hook ``charge``: ``half-noise`` returns sigma/2,
+  ``wrong-sensitivity`` calibrates the gradient release with the SOI bound 1/(4n) instead of 1/n
+  (i.e. sigma/4 for the gradient). Methods whose noise does not come from ``charge`` get the same
+  two variants another way (:attr:`AuditMechanism.calibration`): hand-set noise multipliers for
+  the accountant-calibrated minibatch methods, a scoped wrapper of the noise-scale function for
+  AOP and cubic Newton. No production code path is modified;
 * the random generator is a :class:`PinnedStartRng`: it returns a fixed starting point for the
   first draw (``random_unit_vector``) so every trial starts at the same w0, then serves - and
-  records - the run's Gaussian draws from one shared generator.
+  records - the run's Gaussian and uniform draws from one shared generator.
 
-Canary pair (:func:`canary_pair`): D = n records z_i = -u (feature u, label -1) and
-D' = D + one record z_c = +u (same feature, label +1). Because sigma(m) + sigma(-m) = 1, the mean
-gradient moves by exactly u/(n+1) at *every* w (the canary's gradient and the others' mean point
-in opposite directions along u), the largest change a record can make under the add/remove
-relation with the code's normalisation; both SOIs are unchanged (their weights are even in the
-margin), so the SOI-based releases carry no signal for this canary.
+Canary pairs (:func:`canary_pair`): ``opposed`` (the default: D = n records z_i = -u, D' = D + z_c
+= +u; the mean gradient moves by exactly u/(n+1) at *every* w, the largest change a record can make
+under the add/remove relation with the code's normalisation; both SOIs are unchanged, so the
+SOI-based releases carry no signal), ``zero`` (zero records + the canary: for Poisson-subsampled
+sums) and ``zero-orthogonal`` (zero records + a canary orthogonal to the start: it changes the
+SOI's trace by the trace sensitivity, exciting the trace release of double-noise Newton).
 
 Audit levels (stated per row of the results table):
 
 ``output``   the whole algorithm output w_T, statistic <w_T, u> (post-processing of all releases);
 ``gradient-release``  the first released noisy gradient g~_0 = grad(w0) (+ reg w0) + s_g xi,
-             reconstructed from the recorded draw xi and the sigma the ledger returned, statistic
-             -<g~_0, u>. Its own budget is only the gradient share of the run's rho.
+             reconstructed from the recorded draw xi and the sigma the ledger returned (minibatch:
+             also from the recorded Poisson coin flips; cubic Newton: the first inner model
+             gradient), statistic -<g~_0, u>. Its own budget is only a share of the run's;
+``trace-release``  the first noisy trace tr H(w0) + s_tr xi of the adaptive lambda.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,13 +86,18 @@ LEDGERS = {"none": AuditLedger, "half-noise": HalfNoiseLedger, "wrong-sensitivit
 
 
 class PinnedStartRng:
-    """Generator stand-in: pinned first draw (the start w0), recorded later draws."""
+    """Generator stand-in: pinned first draw (the start w0), recorded later draws.
 
-    def __init__(self, base: np.random.Generator, start: np.ndarray):
+    ``start=None`` pins nothing (for methods that do not draw a start, e.g. AOP). Gaussian draws are
+    recorded in ``draws``, uniform draws (Poisson-subsampling masks) in ``uniforms``.
+    """
+
+    def __init__(self, base: np.random.Generator, start: np.ndarray | None):
         self._base = base
-        self._start = np.asarray(start, dtype=np.float64)
-        self._pinned = False
+        self._start = None if start is None else np.asarray(start, dtype=np.float64)
+        self._pinned = start is None
         self.draws: list = []
+        self.uniforms: list = []
 
     def standard_normal(self, size=None):
         if not self._pinned:
@@ -96,6 +107,11 @@ class PinnedStartRng:
             return self._start.copy()
         x = self._base.standard_normal(size)
         self.draws.append(x)
+        return x
+
+    def random(self, size=None):
+        x = self._base.random(size)
+        self.uniforms.append(x)
         return x
 
     def __getattr__(self, name):  # anything else (integers, random, ...) from the shared generator
@@ -115,16 +131,41 @@ class CanaryPair:
         return self.D.n
 
 
-def canary_pair(n: int = 50, d: int = 2) -> CanaryPair:
-    """D = n records z = -u, D' = D + z_c = +u (see the module docstring); w0 = -0.6 u + 0.8 e_2."""
+CANARIES = ("opposed", "zero", "zero-orthogonal")
+
+
+def canary_pair(n: int = 50, d: int = 2, kind: str = "opposed") -> CanaryPair:
+    """The canary pair of an audit (u = e_1 throughout; D' = D + one record z_c = +u).
+
+    ``opposed`` (default): D = n records z = -u; w0 = -0.6 u + 0.8 e_2. The mean gradient moves by
+    exactly u/(n+1) at every w; both SOIs are unchanged (see the module docstring).
+
+    ``zero``: D = n zero records (they contribute nothing to any gradient, SOI or batch sum), w0 = -u.
+    Made for Poisson-subsampled sums: the canary's gradient -sigma(-<u, w0>) u = -0.73 u is the only
+    signal and D's random batch size adds no variance along u.
+
+    ``zero-orthogonal``: as ``zero`` with w0 = e_2 (orthogonal to the canary, margin 0). The canary
+    then adds the largest possible SOI weight 1/4 to the Hessian and to H_qu, so it changes the
+    trace of the SOI by 1/(4(n+1)) - the trace sensitivity 1/(4n) up to the n/(n+1) of the mean -
+    and the trace and direction releases of double-noise Newton carry signal (gradient: -u/(2(n+1))).
+    """
     if n < 2 or d < 2:
         raise ValueError(f"need n >= 2 and d >= 2; got n={n}, d={d}")
+    if kind not in CANARIES:
+        raise ValueError(f"canary kind {kind!r} is unknown; choose one of {', '.join(CANARIES)}")
     u = np.zeros(d)
     u[0] = 1.0
-    Z = np.tile(-u, (n, 1))
     w0 = np.zeros(d)
-    w0[0], w0[1] = -0.6, 0.8
-    return CanaryPair(LogisticProblem(Z, "audit-D"), LogisticProblem(np.vstack([Z, u]), "audit-D'"),
+    if kind == "opposed":
+        Z = np.tile(-u, (n, 1))
+        w0[0], w0[1] = -0.6, 0.8
+    else:
+        Z = np.zeros((n, d))
+        if kind == "zero":
+            w0[0] = -1.0
+        else:
+            w0[1] = 1.0
+    return CanaryPair(LogisticProblem(Z, f"audit-D-{kind}"), LogisticProblem(np.vstack([Z, u]), f"audit-D'-{kind}"),
                       u, w0, 1.0 / float(n) ** 2)
 
 
@@ -136,6 +177,10 @@ class AuditMechanism:
     hyper: dict = field(default_factory=dict)
     levels: tuple = ("output",)
     note: str = ""
+    canary: str = "opposed"    # see canary_pair
+    pin_start: bool = True     # pin the run's first Gaussian draw (its random start) to the pair's w0
+    calibration: str = "ledger"  # "ledger" (zCDP ledger sigma), "accountant" (RDP-calibrated
+    #                              multipliers), "aop" or "cubic": how the broken variants are injected
 
 
 def default_mechanisms() -> list[AuditMechanism]:
@@ -149,15 +194,165 @@ def default_mechanisms() -> list[AuditMechanism]:
                                     "one full iteration: gradient, trace (adaptive lambda), direction"))
     mechs.append(AuditMechanism("damped-newton", "damped-newton", 1, {}, ("gradient-release", "output"),
                                 "gradient + Hessian release; the damped step size is not private"))
+    # --- algorithms added after the first audit ------------------------------------------------
+    # SOI canary (a record orthogonal to the start): excites the trace release of the adaptive
+    # lambda; trace_frac = 0.9 (a production option) gives the trace enough budget to be auditable.
+    for name in ("hess-clip", "qu-add"):
+        mechs.append(AuditMechanism(f"{name}-soi", name, 1, {"trace_frac": 0.9}, ("trace-release", "output"),
+                                    "SOI canary (zero records + one record orthogonal to w0); "
+                                    "trace_frac 0.9; output = w0 - released direction",
+                                    canary="zero-orthogonal"))
+    mechs.append(AuditMechanism("dp-sgd", "dp-sgd", 1, {}, ("output",),
+                                "T=1, Poisson q = 5/51 (batch_frac 0.1), RDP-calibrated multiplier",
+                                canary="zero", calibration="accountant"))
+    mechs.append(AuditMechanism("dp-sgd-q1", "dp-sgd", 1, {"batch_frac": 1.0}, ("output",),
+                                "T=1, batch_frac 1 (q = 1: no subsampling), RDP-calibrated multiplier",
+                                canary="zero", calibration="accountant"))
+    for name in ("minibatch-hess-clip", "minibatch-qu-add"):
+        mechs.append(AuditMechanism(name, name, 1, {}, ("output", "gradient-release"),
+                                    "T=1, Poisson q = 5/51 for gradient and SOI batches, RDP-calibrated pair",
+                                    canary="zero", calibration="accountant"))
+    mechs.append(AuditMechanism("aop", "aop", 1, {}, ("output",),
+                                "approximate objective perturbation (BFGS to 1/n^2 + output noise)",
+                                pin_start=False, calibration="aop"))
+    mechs.append(AuditMechanism("cubic-newton", "cubic-newton", 1, {"max_inner": 20},
+                                ("output", "gradient-release"),
+                                "T=1, 20 inner noisy model-gradient steps (max_inner 20), ball radius 5",
+                                calibration="cubic"))
     return mechs
+
+
+def _accountant_hyper(mech: AuditMechanism, problem: LogisticProblem, epsilon: float, delta: float,
+                      broken: str) -> dict:
+    """Broken variants of the accountant-calibrated methods: hand-set multipliers (no code change).
+
+    The calibrated multipliers are recomputed exactly as the production code does for this side's
+    n; ``half-noise`` halves all of them, ``wrong-sensitivity`` divides the gradient's by 4 (noise
+    for a 4x smaller sensitivity). Hand-set multipliers mark the ledger non-private; irrelevant here.
+    """
+    from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig, _expected_batch
+    from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms
+
+    hyper = dict(mech.hyper)
+    if broken == "none":
+        return hyper
+    n = problem.n
+    if mech.algorithm == "dp-sgd":
+        cfg = SgdConfig(**{k: v for k, v in hyper.items() if k in ("batch_size", "batch_frac")})
+        b = _expected_batch(cfg.batch_size, n, cfg.batch_frac, "batch_size")
+        z = calibrate_poisson_gaussian(b / n, mech.iterations, epsilon, delta).multipliers[0]
+        hyper["noise_multiplier"] = z / (2.0 if broken == "half-noise" else 4.0)
+        return hyper
+    cfg = MinibatchNewtonConfig(**{k: v for k, v in hyper.items()
+                                   if k in ("batch_grad", "batch_hess", "batch_frac", "grad_frac")})
+    b_g = _expected_batch(cfg.batch_grad, n, cfg.batch_frac, "batch_grad")
+    b_h = _expected_batch(cfg.batch_hess, n, cfg.batch_frac, "batch_hess")
+    z_g, z_h = calibrate_two_mechanisms(b_g / n, b_h / n, mech.iterations, epsilon, delta,
+                                        cfg.grad_frac).multipliers
+    hyper["noise_multipliers"] = (z_g / 2.0, z_h / 2.0) if broken == "half-noise" else (z_g / 4.0, z_h)
+    return hyper
+
+
+@contextmanager
+def _patched_noise(mech: AuditMechanism, broken: str):
+    """Broken variants of AOP and cubic Newton, whose noise does not come from the ledger.
+
+    Module-level patch of one noise-scale function for the duration of the trials (restored after):
+    AOP ``aop_parameters`` (half-noise: sigma_obj and sigma_out / 2; wrong-sensitivity: sigma_obj / 4,
+    i.e. the objective noise of a 4x smaller gradient sensitivity 2L/n); cubic Newton
+    ``dp_cubic_solver`` (half-noise: sigma / 2; wrong-sensitivity: sigma / 4).
+    """
+    if broken == "none" or mech.calibration not in ("aop", "cubic"):
+        yield
+        return
+    if mech.calibration == "aop":
+        from ..algorithms import aop as module
+
+        original = module.aop_parameters
+
+        def replacement(*args, **kw):
+            out = dict(original(*args, **kw))
+            if broken == "half-noise":
+                out["sigma_obj"] /= 2.0
+                out["sigma_out"] /= 2.0
+            else:
+                out["sigma_obj"] /= 4.0
+            return out
+
+        name = "aop_parameters"
+    else:
+        from ..algorithms import cubic_newton as module
+
+        original = module.dp_cubic_solver
+        factor = 0.5 if broken == "half-noise" else 0.25
+
+        def replacement(g, H, theta0, N, mu, L2, radius, sigma, rng, charge=None):
+            return original(g, H, theta0, N, mu, L2, radius, sigma * factor, rng, charge)
+
+        name = "dp_cubic_solver"
+    setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
 
 
 @dataclass
 class TrialBatch:
     W: np.ndarray                       # (trials, d) outputs
-    grad_release_u: np.ndarray | None   # (trials,) <g~_0, u> or None
+    grad_release_u: np.ndarray | None   # (trials,) <first gradient release, u> or None
     rho: float
     ledgers: list
+    trace_release: np.ndarray | None = None   # (trials,) first released noisy trace or None
+    hyper: dict = field(default_factory=dict)  # hyper-parameters actually run (broken variants)
+
+
+def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism, hyper: dict,
+                            contexts) -> np.ndarray:
+    """<first released gradient, u> per trial, rebuilt from the recorded draws and noise scales."""
+    out = np.empty(len(contexts))
+    if mech.calibration == "accountant":   # minibatch Newton: (sum over the Poisson batch + z_g xi)/b_g
+        from ..algorithms.minibatch import MinibatchNewtonConfig, _expected_batch, gradient_sum
+
+        cfg = MinibatchNewtonConfig(**{k: v for k, v in hyper.items()
+                                       if k in ("batch_grad", "batch_hess", "batch_frac", "grad_frac")})
+        b_g = _expected_batch(cfg.batch_grad, problem.n, cfg.batch_frac, "batch_grad")
+        for i, c in enumerate(contexts):
+            z_g = (hyper["noise_multipliers"][0] if "noise_multipliers" in hyper
+                   else float(c.ledger.events[0]["noise_multiplier_grad"]))
+            idx = np.flatnonzero(c.rng.uniforms[0] < b_g / problem.n)
+            noisy = gradient_sum(problem, pair.w0, idx) + z_g * c.rng.draws[0]
+            out[i] = (noisy @ pair.canary) / b_g
+        return out
+    if mech.calibration == "cubic":        # first inner release: model gradient at theta0 = w0 (in the ball)
+        mu = float(hyper.get("mu", 0.01))
+        g = problem.grad(pair.w0) + mu * pair.w0
+        for i, c in enumerate(contexts):
+            sigma = c.ledger.returned[0]
+            if broken_scale := hyper.get("_sigma_factor"):
+                sigma *= broken_scale
+            out[i] = g @ pair.canary + sigma * (c.rng.draws[0] @ pair.canary)
+        return out
+    g = problem.grad(pair.w0)
+    reg = float(hyper.get("reg", 1e-8)) if mech.algorithm != "dp-gd" else 0.0
+    g = g + reg * pair.w0
+    for i, c in enumerate(contexts):
+        if not c.ledger.entries or c.ledger.entries[0].quantity != "gradient":
+            raise RuntimeError(f"{mech.algorithm}: the first release is not the gradient")
+        out[i] = g @ pair.canary + c.ledger.returned[0] * (c.rng.draws[0] @ pair.canary)
+    return out
+
+
+def _first_trace_release(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism, contexts) -> np.ndarray:
+    """The first released noisy trace tr H(w0) + s_tr xi per trial (double-noise, adaptive lambda)."""
+    soi = "qu" if mech.algorithm.startswith("qu") else "hessian"
+    tr = float(np.trace(problem.soi_from_margins(problem.margins(pair.w0), soi)))
+    out = np.empty(len(contexts))
+    for i, c in enumerate(contexts):
+        if len(c.ledger.entries) < 2 or c.ledger.entries[1].quantity != "trace":
+            raise RuntimeError(f"{mech.algorithm}: the second release is not the trace")
+        out[i] = tr + c.ledger.returned[1] * float(c.rng.draws[1])
+    return out
 
 
 def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, epsilon: float,
@@ -175,26 +370,26 @@ def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, e
     base = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
         [seed, zlib.crc32(mech.name.encode()), 0 if side == "D" else 1, BROKEN_VARIANTS.index(broken), trials,
          mech.iterations])))
-    ledger_cls = LEDGERS[broken]
+    ledger_cls = LEDGERS[broken] if mech.calibration == "ledger" else AuditLedger
+    hyper = (_accountant_hyper(mech, problem, float(epsilon), pair.delta, broken)
+             if mech.calibration == "accountant" else dict(mech.hyper))
     contexts = []
     for i in range(trials):
         ident = RunIdentity(problem.name, mech.algorithm, float(epsilon), i, mech.iterations)
         contexts.append(RunContext(ident, float(epsilon), pair.delta, conversion, rho, ledger_cls(rho),
-                                   PinnedStartRng(base, pair.w0)))
-    with threadpool_limits(1):
-        results = spec.run(problem, contexts, dict(mech.hyper))
+                                   PinnedStartRng(base, pair.w0 if mech.pin_start else None)))
+    with threadpool_limits(1), _patched_noise(mech, broken):
+        results = spec.run(problem, contexts, dict(hyper))
     W = np.stack([r.w for r in results])
-    grad_u = None
+    grad_u = trace = None
     if "gradient-release" in mech.levels:
-        g = problem.grad(pair.w0)
-        reg = float(mech.hyper.get("reg", 1e-8)) if mech.algorithm != "dp-gd" else 0.0
-        g = g + reg * pair.w0
-        grad_u = np.empty(trials)
-        for i, c in enumerate(contexts):
-            if not c.ledger.entries or c.ledger.entries[0].quantity != "gradient":
-                raise RuntimeError(f"{mech.algorithm}: the first release is not the gradient")
-            grad_u[i] = g @ pair.canary + c.ledger.returned[0] * (c.rng.draws[0] @ pair.canary)
-    return TrialBatch(W, grad_u, rho, [c.ledger for c in contexts])
+        rebuild = dict(hyper)
+        if mech.calibration == "cubic" and broken != "none":
+            rebuild["_sigma_factor"] = 0.5 if broken == "half-noise" else 0.25
+        grad_u = _first_gradient_release(problem, pair, mech, rebuild, contexts)
+    if "trace-release" in mech.levels:
+        trace = _first_trace_release(problem, pair, mech, contexts)
+    return TrialBatch(W, grad_u, rho, [c.ledger for c in contexts], trace, hyper)
 
 
 def statistic(batch: TrialBatch, pair: CanaryPair, level: str) -> np.ndarray:
@@ -203,7 +398,9 @@ def statistic(batch: TrialBatch, pair: CanaryPair, level: str) -> np.ndarray:
         return batch.W @ pair.canary
     if level == "gradient-release":
         return -batch.grad_release_u
-    raise ValueError(f"level={level!r} is unknown; choose 'output' or 'gradient-release'")
+    if level == "trace-release":     # the canary adds SOI weight: larger trace on D'
+        return batch.trace_release
+    raise ValueError(f"level={level!r} is unknown; choose 'output', 'gradient-release' or 'trace-release'")
 
 
 def release_rho_share(mech: AuditMechanism, level: str) -> float:
@@ -219,6 +416,39 @@ def claimed_epsilon_of_share(rho: float, share: float, delta: float) -> float:
     return rho_to_epsilon(rho * share, delta, "gdp") if share > 0 else 0.0
 
 
+def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch, pair: CanaryPair,
+                             epsilon: float) -> float:
+    """The claim that covers what the statistic of ``level`` sees (same delta as the run).
+
+    ``output``: the run's epsilon (for zCDP-ledger methods via the exact GDP conversion of its rho,
+    which is the claimed epsilon itself when the run's conversion is ``gdp``). A single release of a
+    ledger method: the exact GDP epsilon of that release's rho (read from the correct ledger). The
+    first gradient release of a minibatch method: the RDP accountant's epsilon of that one
+    subsampled Gaussian (its q and calibrated multiplier, one step).
+    """
+    if level == "output":
+        if mech.calibration in ("accountant", "aop"):
+            return float(epsilon)
+        return claimed_epsilon_of_share(batch.rho, 1.0, pair.delta)
+    if mech.calibration == "accountant":
+        from ..algorithms.minibatch import MinibatchNewtonConfig, _expected_batch
+        from ..privacy.accountant import accountant_epsilon, calibrate_two_mechanisms
+
+        cfg = MinibatchNewtonConfig(**{k: v for k, v in mech.hyper.items()
+                                       if k in ("batch_grad", "batch_hess", "batch_frac", "grad_frac")})
+        n = pair.D.n
+        b_g = _expected_batch(cfg.batch_grad, n, cfg.batch_frac, "batch_grad")
+        b_h = _expected_batch(cfg.batch_hess, n, cfg.batch_frac, "batch_hess")
+        z_g = calibrate_two_mechanisms(b_g / n, b_h / n, mech.iterations, epsilon, pair.delta,
+                                       cfg.grad_frac).multipliers[0]
+        return float(accountant_epsilon([b_g / n], [z_g], 1, pair.delta))
+    if mech.calibration == "ledger" and level == "gradient-release":
+        return claimed_epsilon_of_share(batch.rho, release_rho_share(mech, level), pair.delta)
+    index = {"gradient-release": 0, "trace-release": 1}[level]
+    entry = batch.ledgers[0].entries[index]
+    return claimed_epsilon_of_share(batch.rho, entry.rho / batch.rho, pair.delta)
+
+
 __all__ = ["AuditLedger", "HalfNoiseLedger", "WrongSensitivityLedger", "LEDGERS", "BROKEN_VARIANTS",
            "PinnedStartRng", "CanaryPair", "canary_pair", "AuditMechanism", "default_mechanisms",
-           "run_trials", "statistic", "TrialBatch", "math"]
+           "run_trials", "statistic", "TrialBatch", "claimed_epsilon_of_level", "CANARIES", "math"]
