@@ -18,6 +18,7 @@ include: "workflow/rules/runs.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/publish.smk"
+include: "workflow/rules/claims.smk"
 
 
 onstart:

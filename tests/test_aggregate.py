@@ -151,3 +151,54 @@ def test_expand_errors_name_the_problem():
         expand(_cfg(algorithms={"dp-gd": {"grid": "missing_grid"}}))
     with pytest.raises(ValueError, match="a1a"):
         expand(_cfg(datasets={"a1a": {}}))
+
+
+def test_variants_epsilon_restriction_studies_and_extension_spec():
+    cfg = _cfg(algorithms={
+        "dp-gd": {"grid": "g"},
+        "dp-gd-s16": {"algorithm": "dp-gd", "grid": "g", "hyper": {"step": 16.0}, "max_iterations": 12},
+        "hess-clip-reset": {"algorithm": "hess-clip", "iterations": [1, 5], "hyper": {"reset": True},
+                            "epsilons": [0.1]},
+    }, seeds_per_job=None, tuning={"extend_grid": True, "factor": 2, "max_extensions": 2},
+        conversion_study=[{"algorithms": ["dp-gd", "hess-clip-reset"], "conversions": ["gdp"], "epsilons": [0.1]},
+                          {"algorithm": "dp-gd", "conversions": ["official-fsolve"]}])
+    plan = expand(cfg)
+    assert plan.base("dp-gd-s16") == "dp-gd" and plan.base("hess-clip-reset") == "hess-clip"
+    keys = {(j.algorithm, j.conversion, j.eps) for j in plan.jobs}
+    assert ("hess-clip-reset", "bs16", "1") not in keys and ("hess-clip-reset", "gdp", "0.1") in keys
+    assert ("dp-gd", "official-fsolve", "1") in keys and ("dp-gd-s16", "gdp", "0.1") not in keys
+    j = plan.job_index[("synthetic", "dp-gd-s16", "bs16", "1", "0-3")]
+    assert j.spec["base_algorithm"] == "dp-gd" and j.spec["hyper"] == {"step": 16.0}
+    assert j.spec["extend"] == {"factor": 2, "max_iterations": 12}
+    assert plan.job_index[("synthetic", "dp-gd", "bs16", "1", "0-3")].spec["extend"]["max_iterations"] == 12
+    from dpnewton.pipeline.config import protocol_summary
+    p = protocol_summary(plan)
+    assert p["configurations_per_algorithm"] == {"dp-gd": 2}  # reset runs are not tuning configurations
+    with pytest.raises(ValueError, match="not a registered algorithm"):
+        expand(_cfg(algorithms={"x": {"algorithm": "nope", "grid": "g"}}))
+
+
+def test_grid_extension_rule():
+    from dpnewton.pipeline.jobs import next_extension
+
+    def rows(means):
+        return [{"iterations": T, "excess_loss": m + d} for T, m in means.items() for d in (-0.01, 0.01)]
+
+    ext = {"factor": 2, "max_iterations": 40}
+    assert next_extension(rows({10: 0.5, 20: 0.3}), [10, 20], ext) == [40]
+    assert next_extension(rows({10: 0.5, 20: 0.3, 40: 0.2}), [10, 20, 40], ext) == []       # cap reached
+    assert next_extension(rows({10: 0.2, 20: 0.3}), [10, 20], ext) == []                    # interior/low edge
+    assert next_extension(rows({10: 0.5, 20: float("nan")}), [10, 20], ext) == []           # non-finite never wins
+    assert next_extension(rows({10: 0.5, 20: 0.3}), [10, 20], None) == []
+    assert next_extension(rows({1: 0.5}), [1], ext) == []                                   # one-shot methods
+
+
+def test_cell_stability_and_reset_fraction():
+    runs = make_runs({("s", "a", 1.0, 4): [0.1, float("inf"), 0.9, 0.2]})
+    runs.loc[0, "resets"] = 2
+    best = agg.best_t(agg.summarize(runs))
+    out = agg.add_cell_stability(best, runs, pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.69]}))
+    assert out["unstable_fraction"].iloc[0] == 0.5
+    assert out["reset_iteration_fraction"].iloc[0] == pytest.approx(2 / 16)
+    s = agg.summarize(runs)
+    assert s["reset_fraction"].iloc[0] == pytest.approx(2 / 16)

@@ -1,4 +1,5 @@
 # Helpers only (no rules): config validation, experiment expansion, input functions.
+import re
 import sys
 from pathlib import Path
 
@@ -18,11 +19,14 @@ PRIMARY = config.get("conversion", "bs16")
 FIG = config.get("figures", {})
 FORMATS = FIG.get("formats", ["png", "pdf"])
 PROTOCOL = pipecfg.protocol_summary(PLAN)
+STUDIES = pipecfg.studies(config)
+STUDY = STUDIES[0] if STUDIES else {}
+CLAIMS = config.get("claims") or {}
 
 
 wildcard_constraints:
     dataset="|".join(DATASETS),
-    algorithm="|".join(ALGORITHMS),
+    algorithm="|".join(re.escape(a) for a in ALGORITHMS),
     conversion="paper|bs16|cks|gdp|official-fsolve",
     eps=r"[0-9][0-9.e+-]*",
     chunk=r"\d+-\d+",
@@ -103,8 +107,19 @@ def table_files():
     return out + ["results/tables/table1.md", "results/tables/best_T_edges.md", "results/tables/protocol.json"]
 
 
+def claims_files(folder="results"):
+    if folder == "figures":
+        return ["figures/claims.md"]
+    return ["results/claims/claims.md", "results/claims/claims.csv", "results/claims/robustness.csv",
+            "results/claims/divergence.csv"]
+
+
 def final_outputs():
     out = table_files() + figure_files() + ["results/tables/best_curves.parquet"]
+    if CLAIMS.get("enabled", False):
+        out += claims_files()
     if config.get("publish_figures", False):
         out += figure_files("figures")
+        if CLAIMS.get("enabled", False):
+            out += claims_files("figures")
     return out

@@ -19,7 +19,7 @@ rule fig1_runtime:
         figures=FIG,
         conversion=PRIMARY,
         conversions=PLAN.conversions(),
-        study=config.get("conversion_study", {}),
+        study=STUDY,
         privacy_utility=privacy_utility_algorithms(),
         minibatch=minibatch_algorithms(),
     message:
@@ -51,7 +51,7 @@ rule fig2_privacy_utility:
         figures=FIG,
         conversion=PRIMARY,
         conversions=PLAN.conversions(),
-        study=config.get("conversion_study", {}),
+        study=STUDY,
         privacy_utility=privacy_utility_algorithms(),
         minibatch=minibatch_algorithms(),
     message:
@@ -83,7 +83,7 @@ rule fig3_convergence:
         figures=FIG,
         conversion=PRIMARY,
         conversions=PLAN.conversions(),
-        study=config.get("conversion_study", {}),
+        study=STUDY,
         privacy_utility=privacy_utility_algorithms(),
         minibatch=minibatch_algorithms(),
     message:
@@ -115,7 +115,7 @@ rule fig4_minibatch:
         figures=FIG,
         conversion=PRIMARY,
         conversions=PLAN.conversions(),
-        study=config.get("conversion_study", {}),
+        study=STUDY,
         privacy_utility=privacy_utility_algorithms(),
         minibatch=minibatch_algorithms(),
     message:
@@ -129,6 +129,7 @@ rule fig4_minibatch:
 rule fig5_conversions:
     input:
         best="results/tables/best_T.parquet",
+        baseline="results/tables/baseline.parquet",
     output:
         [
             report(
@@ -146,7 +147,7 @@ rule fig5_conversions:
         figures=FIG,
         conversion=PRIMARY,
         conversions=PLAN.conversions(),
-        study=config.get("conversion_study", {}),
+        study=STUDY,
         privacy_utility=privacy_utility_algorithms(),
         minibatch=minibatch_algorithms(),
     message:

@@ -103,6 +103,13 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
     if "ledger_ok" in runs:
         out["ledger_ok"] = g["ledger_ok"].all().to_numpy()
+    out["reset_fraction"] = out["resets"] / (out["n_seeds"] * out["iterations"]).clip(lower=1)
+    for col in ("grid_extended",):
+        if col in runs:
+            out[col] = g[col].agg(lambda x: bool(pd.Series(x).astype(str).str.lower().eq("true").any())).to_numpy()
+    for col in ("base_algorithm", "hyper"):
+        if col in runs:
+            out[col] = g[col].first().to_numpy()
     return out
 
 
@@ -134,6 +141,22 @@ def best_t(summary: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     out["best_T"] = out["best_T"].astype("Int64")
     return out
+
+
+def add_cell_stability(best: pd.DataFrame, runs: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
+    """Add per-cell ``unstable_fraction`` (runs over every T that diverged or ended no better than the
+    trivial output w = 0) and ``reset_iteration_fraction`` (share of iterations where the explosion
+    reset fired) to the best-T table."""
+    triv = dict(zip(baseline["dataset"], baseline["trivial_excess_loss"]))
+    r = runs[GROUP + ["excess_loss", "resets", "iterations"]].copy()
+    ex = r["excess_loss"].astype(float)
+    r["_bad"] = ~np.isfinite(ex) | (ex >= r["dataset"].map(triv).astype(float))
+    g = r.groupby(GROUP, sort=True).agg(unstable_fraction=("_bad", "mean"), _resets=("resets", "sum"),
+                                         _iters=("iterations", "sum")).reset_index()
+    g["reset_iteration_fraction"] = g["_resets"] / g["_iters"].clip(lower=1)
+    g = g.drop(columns=["_resets", "_iters"])
+    out = best.drop(columns=[c for c in ("unstable_fraction", "reset_iteration_fraction") if c in best])
+    return out.merge(g, on=GROUP, how="left")
 
 
 def trivial_baseline(optima: list[dict]) -> pd.DataFrame:

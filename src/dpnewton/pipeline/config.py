@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PRIMARY = "primary"
+ALL_CONVERSIONS = ["paper", "bs16", "cks", "gdp", "official-fsolve"]
 
 
 def config_hash(obj) -> str:
@@ -116,21 +117,34 @@ class Plan:
     def conversions(self) -> list[str]:
         return sorted({j.conversion for j in self.jobs})
 
+    def base(self, name: str) -> str:
+        """Registered algorithm run by the configuration ``name``."""
+        return self.algorithms[name]["base"]
+
     def figure_algorithms_present(self, names) -> list[str]:
         return [a for a in names if a in self.algorithms]
 
 
 def algorithm_grids(cfg: dict, registry) -> tuple[dict[str, dict], list[str]]:
-    """name -> {'iterations': sorted T grid, 'hyper': dict}; unknown names error or are skipped."""
+    """name -> {'base', 'iterations', 'hyper', 'epsilons', 'max_iterations'}; unknown bases error or skip.
+
+    An entry's key is its *configuration name* (paths, tables, figures); ``algorithm:`` names the
+    registered algorithm it runs (default: the key itself), so several entries can run one algorithm
+    with different ``hyper`` (tuning variants). ``epsilons`` restricts the entry to some epsilons;
+    ``max_iterations`` is the cap of the automatic grid extension (``tuning``).
+    """
     out, skipped = {}, []
     grids = cfg.get("grids", {})
+    tuning = cfg.get("tuning") or {}
     for name, entry in cfg["algorithms"].items():
         entry = entry or {}
-        if name not in registry:
+        base = entry.get("algorithm", name)
+        if base not in registry:
             if cfg.get("missing_algorithms", "error") == "skip":
                 skipped.append(name)
                 continue
-            raise ValueError(f"config algorithms: {name!r} is not a registered algorithm "
+            what = repr(name) if base == name else f"{name!r} (algorithm {base!r})"
+            raise ValueError(f"config algorithms: {what} is not a registered algorithm "
                              f"(registered: {', '.join(sorted(registry))}); set missing_algorithms: skip "
                              f"to drop unregistered ones")
         if "iterations" in entry:
@@ -145,8 +159,31 @@ def algorithm_grids(cfg: dict, registry) -> tuple[dict[str, dict], list[str]]:
         Ts = sorted({int(t) for t in Ts})
         if not Ts or Ts[0] < 1:
             raise ValueError(f"config algorithms.{name}: the T grid {Ts} must be non-empty integers >= 1")
-        out[name] = {"iterations": Ts, "hyper": dict(entry.get("hyper") or {})}
+        cap = entry.get("max_iterations")
+        if cap is None and tuning.get("extend_grid", False) and len(Ts) > 1:
+            cap = Ts[-1] * int(tuning.get("factor", 2)) ** int(tuning.get("max_extensions", 2))
+        if cap is not None and int(cap) < Ts[-1]:
+            raise ValueError(f"config algorithms.{name}.max_iterations={cap} is below the grid maximum {Ts[-1]}")
+        eps = entry.get("epsilons")
+        out[name] = {"base": base, "iterations": Ts, "hyper": dict(entry.get("hyper") or {}),
+                     "epsilons": None if eps is None else [eps_label(e) for e in eps],
+                     "max_iterations": None if cap is None or len(Ts) < 2 else int(cap)}
     return out, skipped
+
+
+def studies(cfg: dict) -> list[dict]:
+    """``conversion_study`` as a list of enabled study entries (it may be one mapping or a list)."""
+    raw = cfg.get("conversion_study") or []
+    entries = [raw] if isinstance(raw, dict) else list(raw)
+    return [e for e in entries if e.get("enabled", True)]
+
+
+def extension_spec(cfg: dict, algo: dict) -> dict | None:
+    """Grid-extension rule of one algorithm's jobs (None: no extension)."""
+    tuning = cfg.get("tuning") or {}
+    if not tuning.get("extend_grid", False) or algo["max_iterations"] is None:
+        return None
+    return {"factor": int(tuning.get("factor", 2)), "max_iterations": algo["max_iterations"]}
 
 
 def curve_epsilons(cfg: dict) -> list[str]:
@@ -194,34 +231,44 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
     primary = cfg.get("conversion", "bs16")
 
     combos: list[tuple[str, str, str, str]] = []
+
+    def runs_at(alg: str, e: str) -> bool:
+        return algos[alg]["epsilons"] is None or e in algos[alg]["epsilons"]
+
     for ds in datasets:
         for alg in algos:
             for e in eps_values:
-                combos.append((ds, alg, primary, e))
-    study = cfg.get("conversion_study") or {}
-    if study.get("enabled", False):
-        alg = study["algorithm"]
-        if alg in algos:
+                if runs_at(alg, e):
+                    combos.append((ds, alg, primary, e))
+    for study in studies(cfg):
+        names = study.get("algorithms") or [study.get("algorithm", "hess-clip")]
+        present = [a for a in names if a in algos]
+        for a in names:
+            if a not in algos:
+                warnings.append(f"conversion_study algorithm {a!r} is not in algorithms: skipped in the study")
+        for alg in present:
             for ds in study.get("datasets") or list(datasets):
                 if ds not in datasets:
                     continue
                 for e in [eps_label(x) for x in (study.get("epsilons") or cfg["epsilons"])]:
+                    if not runs_at(alg, e):
+                        continue
                     if e not in eps_values:
                         eps_values[e] = float(e)
-                    for conv in study["conversions"]:
-                        if conv != primary:
+                    for conv in study.get("conversions", ALL_CONVERSIONS):
+                        if conv != primary and (ds, alg, conv, e) not in combos:
                             combos.append((ds, alg, conv, e))
-        else:
-            warnings.append(f"conversion_study.algorithm {alg!r} is not in algorithms: study skipped")
 
     jobs = []
     for ds, alg, conv, e in combos:
         for label, chunk_seeds in chunks:
             spec = {
                 "dataset": ds, "dataset_options": datasets[ds]["options"], "algorithm": alg,
+                "base_algorithm": algos[alg]["base"],
                 "hyper": algos[alg]["hyper"], "conversion": conv, "primary": conv == primary,
                 "epsilon": eps_values[e], "eps_label": e, "delta": cfg.get("delta"),
                 "seeds": chunk_seeds, "iterations": algos[alg]["iterations"],
+                "extend": extension_spec(cfg, algos[alg]),
                 "curves_max_points": max_points if e in curves else 0,
             }
             jobs.append(Job(ds, alg, conv, e, label, spec))
@@ -239,10 +286,23 @@ def protocol_summary(plan: Plan) -> dict:
         "conversion": cfg.get("conversion", "bs16"),
         "n_seeds": len(seeds), "seeds": seeds,
         "grids": {a: v["iterations"] for a, v in plan.algorithms.items()},
+        "variants": {a: {"algorithm": v["base"], "hyper": v["hyper"]} for a, v in plan.algorithms.items()},
+        "configurations_per_algorithm": configurations_per_algorithm(plan),
+        "grid_extension": {a: v["max_iterations"] for a, v in plan.algorithms.items()}
+        if (cfg.get("tuning") or {}).get("extend_grid") else {},
         "selection": "best T = argmin over the T grid of the mean last-iterate excess loss over seeds "
                      "(non-private tuning, as in the paper)",
         "n_jobs": len(plan.jobs), "config_hash": config_hash(cfg),
     }
+
+
+def configurations_per_algorithm(plan: Plan) -> dict[str, int]:
+    """Registered algorithm -> number of configurations (entries) tuned for it, excluding reset runs."""
+    out: dict[str, int] = {}
+    for v in plan.algorithms.values():
+        if not v["hyper"].get("reset", False):
+            out[v["base"]] = out.get(v["base"], 0) + 1
+    return out
 
 
 def is_finite_number(x) -> bool:

@@ -86,27 +86,42 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
              spec["conversion"], spec["eps_label"], spec["seeds"], Ts, problem.n, problem.d, prov["config_hash"])
     rows, curves = [], []
     seeds = list(spec["seeds"])
-    for k, seed in enumerate(seeds, 1):
-        ts = time.perf_counter()
-        results = run_algorithm(problem, spec["dataset"], spec["algorithm"], eps, [int(seed)], Ts,
-                                delta=spec.get("delta"), conversion=spec["conversion"],
-                                hyper=dict(spec.get("hyper") or {}))
-        for res in results:
-            rec = result_record(res, spec["conversion"], eps, _delta(spec, problem.n))
-            rec.update({"eps_label": spec["eps_label"], "n": problem.n, "d": problem.d,
-                        "loss_opt": problem.loss_opt, "hyper": spec.get("hyper") or {}, **prov})
-            rows.append(_flatten(rec))
-            log.info("  seed %d T=%d excess_loss=%.6g runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
-                     seed, res.identity.iterations, rec["excess_loss"], rec["runtime_s"], rec["rho"],
-                     rec["ledger_rho_total"], rec["resets"])
-            if max_points:
-                idx = curve_indices(res.identity.iterations, max_points)
-                curves.append(pd.DataFrame({
-                    "dataset": spec["dataset"], "algorithm": spec["algorithm"], "conversion": spec["conversion"],
-                    "epsilon": eps, "seed": int(seed), "iterations": res.identity.iterations, "iterate": idx,
-                    "excess_loss": np.asarray(res.excess_loss)[idx], "elapsed_s": np.asarray(res.elapsed)[idx]}))
-        log.info("progress %d/%d seeds done (%d runs, %.1fs)", k, len(seeds), len(results),
-                 time.perf_counter() - ts)
+    base = spec.get("base_algorithm") or spec["algorithm"]
+    ext = spec.get("extend")
+    grid_round, grid = 0, list(Ts)
+    while True:
+        for k, seed in enumerate(seeds, 1):
+            ts = time.perf_counter()
+            results = run_algorithm(problem, spec["dataset"], base, eps, [int(seed)], Ts,
+                                    delta=spec.get("delta"), conversion=spec["conversion"],
+                                    hyper=dict(spec.get("hyper") or {}))
+            for res in results:
+                rec = result_record(res, spec["conversion"], eps, _delta(spec, problem.n))
+                rec.update({"algorithm": spec["algorithm"], "base_algorithm": base, "eps_label": spec["eps_label"],
+                            "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
+                            "hyper": spec.get("hyper") or {}, "grid_round": grid_round, **prov})
+                rows.append(_flatten(rec))
+                log.info("  seed %d T=%d excess_loss=%.6g runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
+                         seed, res.identity.iterations, rec["excess_loss"], rec["runtime_s"], rec["rho"],
+                         rec["ledger_rho_total"], rec["resets"])
+                if max_points:
+                    idx = curve_indices(res.identity.iterations, max_points)
+                    curves.append(pd.DataFrame({
+                        "dataset": spec["dataset"], "algorithm": spec["algorithm"],
+                        "conversion": spec["conversion"], "epsilon": eps, "seed": int(seed),
+                        "iterations": res.identity.iterations, "iterate": idx,
+                        "excess_loss": np.asarray(res.excess_loss)[idx], "elapsed_s": np.asarray(res.elapsed)[idx]}))
+            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s", k, len(seeds), len(results),
+                     time.perf_counter() - ts, f" [grid extension {grid_round}]" if grid_round else "")
+        Ts = next_extension(rows, grid, ext)
+        if not Ts:
+            break
+        grid_round += 1
+        grid += Ts
+        log.info("best mean-over-seeds T is the top of the grid: extending the grid with T=%s "
+                 "(extension %d, cap %d)", Ts, grid_round, ext["max_iterations"])
+    for r in rows:
+        r["grid_extended"] = grid_round > 0
     frame = pd.DataFrame(rows)
     with atomic_path(rows_out, suffix=".csv") as tmp:
         frame.to_csv(tmp, index=False)
@@ -116,6 +131,32 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
         curve_frame.to_parquet(tmp, index=False)
     log.info("job done: %d rows in %.1fs", len(frame), time.perf_counter() - t0)
     return frame
+
+
+def best_mean_t(rows: list[dict]) -> tuple[int | None, list[int]]:
+    """(argmin over T of the mean excess loss over seeds, sorted grid); non-finite means never win."""
+    frame = pd.DataFrame(rows)[["iterations", "excess_loss"]].astype(float)
+    means = frame.groupby("iterations")["excess_loss"].agg(lambda x: float(np.mean(x.to_numpy())))
+    grid = [int(t) for t in means.index]
+    finite = means[np.isfinite(means.to_numpy())]
+    return (int(finite.idxmin()) if len(finite) else None), grid
+
+
+def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[int]:
+    """New T values to run when the best mean-over-seeds T is the largest of the grid so far.
+
+    The grid grows geometrically (largest T x ``factor``) while that stays <= ``max_iterations``;
+    [] when there is nothing to extend (interior best T, all means non-finite, or the cap reached).
+    A best T at the *lower* edge is never extended (it is flagged by the aggregation instead).
+    """
+    if not ext or len(grid) < 2:
+        return []
+    best, seen = best_mean_t(rows)
+    top = max(seen)
+    if best is None or best != top:
+        return []
+    nxt = int(top * int(ext.get("factor", 2)))
+    return [nxt] if nxt <= int(ext["max_iterations"]) and nxt not in seen else []
 
 
 def _delta(spec: dict, n: int) -> float:

@@ -75,14 +75,21 @@ def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conv
     fig, axes = _grid(len(datasets))
     for ax, ds in zip(axes, datasets):
         d = b[b["dataset"] == ds]
+        notes = []
         for alg in algorithms:
             a = d[d["algorithm"] == alg].sort_values("epsilon")
             if len(a):
                 _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
                       ms=3, label=label(alg))
+                note = _instability(a)
+                if note:
+                    notes.append(f"{label(alg)} {note}")
         triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
         if len(triv):
             ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
+        if notes:
+            ax.text(0.02, 0.02, "runs diverged or worse than w=0 (max over eps):\n" + "\n".join(notes),
+                    transform=ax.transAxes, fontsize=5.5, va="bottom", ha="left", alpha=0.8)
         if d.empty:
             _empty(ax)
         ax.set_xscale("log")
@@ -93,6 +100,20 @@ def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conv
     _legend(fig, axes)
     fig.suptitle(f"{title} ({NONPRIVATE}; conversion {conversion})")
     save(fig, paths)
+
+
+def _instability(a: pd.DataFrame) -> str:
+    """Legend-free note of the worst diverged/worse-than-trivial share over this algorithm's cells."""
+    if "unstable_fraction" not in a:
+        return ""
+    worst = a["unstable_fraction"].astype(float).max()
+    resets = a["reset_iteration_fraction"].astype(float).max() if "reset_iteration_fraction" in a else 0.0
+    parts = []
+    if worst > 0:
+        parts.append(f"{worst:.0%}")
+    if resets > 0:
+        parts.append(f"reset in {resets:.0%} of iterations")
+    return ", ".join(parts)
 
 
 def runtime_curves(curves: pd.DataFrame, algorithms, epsilon: float, conversion: str, paths) -> None:
@@ -149,7 +170,8 @@ def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, pat
     save(fig, paths)
 
 
-def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths) -> None:
+def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
+                baseline: pd.DataFrame | None = None) -> None:
     """Figure 5: one algorithm's best-T excess loss vs epsilon under each eps->rho conversion."""
     _style()
     b = best[best["algorithm"] == algorithm]
@@ -162,6 +184,10 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths) -> 
             if len(a):
                 _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
                       ms=3, label=conv)
+        if baseline is not None:
+            triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
+            if len(triv):
+                ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
         if d.empty:
             _empty(ax)
         ax.set_xscale("log")
@@ -211,7 +237,8 @@ def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
                         title="Minibatch variants vs DP-SGD")
     elif name == "fig5_conversions":
         study = params.get("study") or {}
-        conversions(best, study.get("algorithm", "hess-clip"), params["conversions"], outputs)
+        base = pd.read_parquet(inputs["baseline"]) if "baseline" in inputs else None
+        conversions(best, study.get("algorithm", "hess-clip"), params["conversions"], outputs, base)
     else:
         raise ValueError(f"unknown figure {name!r}")
 

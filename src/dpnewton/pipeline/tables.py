@@ -27,6 +27,7 @@ def write_all(rows, curves, optima, out: dict, protocol: dict, table1: dict, con
     summary = agg.summarize(runs)
     best = agg.best_t(summary)
     baseline = agg.trivial_baseline([json.loads(Path(p).read_text()) for p in optima])
+    best = agg.add_cell_stability(best, runs, baseline)
     base_alg, ours = table1.get("baseline", "dp-gd"), table1.get("ours", "hess-clip")
     t1_long, t1 = agg.table1(best, base_alg, ours, conversion)
     frames = {"runs": runs, "summary": summary, "best_T": best, "baseline": baseline, "table1": t1,

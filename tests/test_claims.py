@@ -1,0 +1,208 @@
+"""Verdict logic of the claims report (dpnewton.pipeline.claims) on hand-made frames."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpnewton.pipeline import claims as cl
+
+CONV = {"a": "bs16", "b": "official-fsolve", "c": "gdp"}
+
+
+def cell(ds, alg, eps, mean, se=0.0, conv="bs16", base=None, T=5, runtime=1.0, hyper="{}", rho=0.5, delta=1e-8):
+    return {"dataset": ds, "algorithm": alg, "base_algorithm": base or alg, "conversion": conv, "epsilon": eps,
+            "excess_loss_mean": mean, "excess_loss_se": se, "best_T": T, "runtime_s_mean": runtime, "hyper": hyper,
+            "rho": rho, "delta": delta, "at_edge": False, "edge": "", "grid_extended": False}
+
+
+def cells(rows, setting="a"):
+    return cl.setting_cells(pd.DataFrame(rows), setting, CONV)
+
+
+OURS = ["hess-clip", "qu-clip"]
+
+
+def test_best_loss_reproduced_partly_not():
+    rows = []
+    for e, (o, g) in zip([0.01, 0.1, 1, 10], [(1, 2), (1, 2), (1, 2), (3, 2)]):
+        rows += [cell("s", "hess-clip", e, o), cell("s", "dp-gd", e, g)]
+    r = cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], trivial=10.0)
+    assert r["verdict"] == cl.REPRODUCED and r["wins"] == 3 and r["n"] == 4
+    rows = [cell("s", "hess-clip", e, 3.0) for e in (0.01, 0.1, 1, 10)] + \
+           [cell("s", "dp-gd", e, 1.0) for e in (0.01, 0.1, 1, 10)]
+    assert cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], 10.0)["verdict"] == cl.NOT
+    # two wins of four -> partly; losses within one combined s.e. count as ties
+    rows = [cell("s", "hess-clip", e, m, se=0.5) for e, m in zip((0.01, 0.1, 1, 10), (1, 1, 3, 1.2))] + \
+           [cell("s", "dp-gd", e, 1.0, se=0.5) for e in (0.01, 0.1, 1, 10)]
+    r = cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], 10.0)
+    assert r["verdict"] == cl.PARTLY and r["wins"] == 2 and r["ties"] == 1
+
+
+def test_best_loss_best_of_our_variants_and_nonfinite_and_trivial():
+    rows = [cell("s", "hess-clip", 1, float("inf")), cell("s", "qu-clip", 1, 0.5), cell("s", "dp-gd", 1, 0.7),
+            cell("s", "hess-clip", 10, float("nan")), cell("s", "qu-clip", 10, float("inf")), cell("s", "dp-gd", 10, 0.9)]
+    r = cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], trivial=0.6)
+    assert r["wins"] == 1 and r["n"] == 2 and "qu-clip 0.5" in r["ours"]
+    assert "trivial" in r["reason"] and "eps=10" in r["reason"]
+
+
+def test_setting_cells_tuned_picks_best_configuration_and_drops_reset():
+    rows = [cell("s", "dp-gd", 1, 0.5), cell("s", "dp-gd-s16", 1, 0.2, base="dp-gd"),
+            cell("s", "dp-gd-s32", 1, float("nan"), base="dp-gd"),
+            cell("s", "hess-clip", 1, 0.4), cell("s", "hess-clip-reset", 1, 0.01, base="hess-clip", hyper='{"reset": true}')]
+    a = cells(rows, "a")
+    assert set(a["algorithm"]) == {"dp-gd", "hess-clip"}
+    t = cells(rows, "a-tuned")
+    assert dict(zip(t["base"], t["algorithm"])) == {"dp-gd": "dp-gd-s16", "hess-clip": "hess-clip"}
+
+
+def test_setting_b_reuses_protocol_rows_only_where_rho_agrees():
+    rows = [cell("s", "hess-clip", 1.0, 0.1, rho=0.01), cell("s", "hess-clip", 0.01, 0.3, rho=2e-6),
+            cell("s", "hess-clip", 0.1, 0.2, conv="official-fsolve", rho=1e-3)]
+    same = lambda eps, delta: {1.0: 0.01, 0.01: 1e-3}[eps]  # noqa: E731  (fsolve fails at 0.01)
+    b = cl.setting_cells(pd.DataFrame(rows), "b", CONV, same)
+    assert sorted(b["epsilon"]) == [0.1, 1.0]
+    assert b.set_index("epsilon").loc[1.0, "excess_loss_mean"] == 0.1
+
+
+@pytest.mark.parametrize("ratio,paper,verdict", [(5.0, 4.87, cl.REPRODUCED), (9.0, 4.87, cl.REPRODUCED),
+                                                 (10.5, 4.87, cl.PARTLY), (0.8, 4.87, cl.NOT),
+                                                 (float("nan"), 4.87, cl.NA), (3.0, None, cl.NA)])
+def test_table1_cell(ratio, paper, verdict):
+    assert cl.verdict_table1_cell(ratio, paper, 0.1, 0.2)["verdict"] == verdict
+
+
+def test_table1_cell_notes_worse_loss():
+    r = cl.verdict_table1_cell(5.0, 4.87, ours_loss=0.3, base_loss=0.1)
+    assert r["verdict"] == cl.REPRODUCED and "worse than DP-GD" in r["reason"]
+
+
+def test_speedup():
+    assert cl.verdict_speedup([12, 20, 30, 35])["verdict"] == cl.REPRODUCED
+    assert cl.verdict_speedup([2, 3, 5, 12])["verdict"] == cl.PARTLY
+    assert cl.verdict_speedup([0.3, 0.5, 2])["verdict"] == cl.NOT
+    assert cl.verdict_speedup([float("nan")])["verdict"] == cl.NA
+
+
+def curve(alg, times, losses, ds="s", eps=1.0, conv="bs16"):
+    return pd.DataFrame({"dataset": ds, "algorithm": alg, "conversion": conv, "epsilon": eps,
+                         "iterate": range(len(times)), "elapsed_s_mean": times, "excess_loss_mean": losses})
+
+
+def test_fig1_dp_gd_loss_at_ours_runtime():
+    c = pd.concat([curve("hess-clip", [0, 1, 2], [0.5, 0.05, 0.014]),
+                   curve("dp-gd", [0, 1, 2, 3, 4], [0.5, 0.2, 0.041, 0.02, 0.01])])
+    r = cl.verdict_fig1(c, "s", 1.0, "bs16", "hess-clip", "dp-gd", best_loss=0.01)
+    assert r["verdict"] == cl.REPRODUCED and r["ratio"] == pytest.approx(0.041 / 0.014)
+    c = pd.concat([curve("hess-clip", [0, 2], [0.5, 0.03]), curve("dp-gd", [0, 1, 2], [0.5, 0.04, 0.02])])
+    assert cl.verdict_fig1(c, "s", 1.0, "bs16", "hess-clip", "dp-gd", 0.02)["verdict"] == cl.NOT
+    assert cl.verdict_fig1(c.iloc[:0], "s", 1.0, "bs16", "hess-clip", "dp-gd", 0.02)["verdict"] == cl.NA
+
+
+def test_oracle_fewer_iterations():
+    summary = pd.DataFrame([
+        {"dataset": "s", "algorithm": "hess-clip", "conversion": "bs16", "epsilon": 1.0, "iterations": T,
+         "excess_loss_mean": m} for T, m in [(1, 0.5), (2, 0.1), (5, 0.05)]])
+    c = cells([cell("s", "dp-gd-oracle", 1.0, 0.1, T=20), cell("s", "hess-clip", 1.0, 0.05, T=5)])
+    r = cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle", lambda row: [row["algorithm"]])
+    assert r["verdict"] == cl.REPRODUCED and "T=2" in r["ours"]
+    c = cells([cell("s", "dp-gd-oracle", 1.0, 0.01, T=20), cell("s", "hess-clip", 1.0, 0.05, T=5)])
+    assert cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle",
+                             lambda row: [row["algorithm"]])["verdict"] == cl.NOT
+
+
+def test_damped_good_only_for_large_eps():
+    rows = []
+    for e, dm in zip((0.01, 0.1, 1, 10), (10.0, 10.0, 3.0, 1.1)):
+        rows += [cell("s", "damped-newton", e, dm), cell("s", "hess-clip", e, 1.0)]
+    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"])["verdict"] == cl.REPRODUCED
+    rows = [cell("s", "damped-newton", e, 1.0) for e in (0.01, 0.1, 10)] + \
+           [cell("s", "hess-clip", e, 1.0) for e in (0.01, 0.1, 10)]
+    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"])["verdict"] == cl.PARTLY
+    rows = [cell("s", "damped-newton", e, 9.0) for e in (0.01, 10)] + [cell("s", "hess-clip", e, 1.0) for e in (0.01, 10)]
+    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"])["verdict"] == cl.PARTLY
+
+
+def test_qu_almost_as_good():
+    rows = [cell("s", "hess-clip", e, 1.0) for e in (1, 10)] + [cell("s", "qu-clip", e, m) for e, m in ((1, 1.2), (10, 4.0))]
+    r = cl.verdict_qu(cells(rows), "s", pairs=(("qu-clip", "hess-clip"),))
+    assert r["verdict"] == cl.PARTLY and "in 1/2 cells" in r["reason"]
+    rows = [cell("s", "hess-clip", 1, float("inf")), cell("s", "qu-clip", 1, 0.3)]
+    assert cl.verdict_qu(cells(rows), "s", pairs=(("qu-clip", "hess-clip"),))["verdict"] == cl.REPRODUCED
+
+
+def runs_frame(values):
+    """values: {(alg, T): [losses per seed]} on dataset s, bs16, eps 1."""
+    rows = []
+    for (alg, T), losses in values.items():
+        for seed, x in enumerate(losses):
+            rows.append({"dataset": "s", "algorithm": alg, "conversion": "bs16", "epsilon": 1.0, "iterations": T,
+                         "seed": seed, "excess_loss": x, "resets": 0, "diverged": not math.isfinite(x)})
+    return pd.DataFrame(rows)
+
+
+def test_split_seed_selection_holds_out_half():
+    runs = runs_frame({("a", 1): [0.1, 0.1, 0.9, 0.9], ("a", 2): [0.2, 0.2, 0.3, 0.3]})
+    r = cl.split_seed_selection(runs).iloc[0]
+    assert r["select_seeds"] == "0 1" and r["report_seeds"] == "2 3"
+    assert r["best_T_select"] == 1 and r["heldout_mean"] == pytest.approx(0.9)
+    assert r["best_T_all"] == 2 and not r["same_T"]
+
+
+def test_divergence_table():
+    runs = runs_frame({("a", 4): [float("inf"), 0.1, 0.8, 0.2]})
+    runs.loc[1, "resets"] = 2
+    d = cl.divergence_table(runs, pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.7]})).iloc[0]
+    assert d["diverged_fraction"] == 0.25 and d["worse_than_trivial_fraction"] == 0.5
+    assert d["runs_with_reset_fraction"] == 0.25 and d["reset_iteration_fraction"] == pytest.approx(2 / 16)
+
+
+def test_accounting_share():
+    assert cl.accounting_share(4.0, 8.0, 4.0) == pytest.approx(1.0)
+    assert cl.accounting_share(4.0, 8.0, 8.0) == pytest.approx(0.0)
+    assert math.isnan(cl.accounting_share(4.0, 4.0, 2.0))
+
+
+def test_evaluate_and_markdown_end_to_end():
+    rng = np.random.default_rng(0)
+    runs, best_rows, summ = [], [], []
+    for conv in ("bs16", "gdp"):
+        for alg, base, scale in (("hess-clip", "hess-clip", 1.0), ("qu-clip", "qu-clip", 1.1), ("dp-gd", "dp-gd", 2.0),
+                                 ("damped-newton", "damped-newton", 5.0), ("dp-gd-oracle", "dp-gd-oracle", 3.0)):
+            for e in (0.01, 1.0):
+                for T in (1, 2, 4):
+                    for seed in range(4):
+                        runs.append({"dataset": "s", "algorithm": alg, "base_algorithm": base, "conversion": conv,
+                                     "epsilon": e, "iterations": T, "seed": seed, "resets": 0, "diverged": False,
+                                     "excess_loss": scale * 0.1 / T * (1 + 0.01 * rng.standard_normal()),
+                                     "hyper": "{}"})
+    runs = pd.DataFrame(runs)
+    from dpnewton.pipeline import aggregate as agg
+    runs["runtime_s"] = runs["iterations"] * np.where(runs["algorithm"] == "dp-gd", 1.0, 0.1)
+    runs["rho"], runs["delta"], runs["ledger_rho_total"] = 0.5, 1e-8, 0.5
+    summary = agg.summarize(agg.check_privacy(runs))
+    best = agg.best_t(summary)
+    baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]})
+    curves = pd.DataFrame(columns=["dataset", "algorithm", "conversion", "epsilon", "iterate", "elapsed_s_mean",
+                                   "excess_loss_mean"])
+    verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, {}, {"datasets": ["s"]},
+                                  official=lambda e, d: 1e-3)
+    c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
+    assert c1["verdict"] == cl.REPRODUCED
+    assert set(verdicts["setting"]) >= {"a", "a-tuned", "c"}
+    t1 = extra["table1"]
+    assert (t1[t1["setting"] == "a"]["ratio"] > 1).all()
+    md = cl.markdown(verdicts, extra, {"datasets": ["s"], "epsilons": ["0.01", "1"], "n_seeds": 4}, baseline)
+    assert "non-private" in md and "| C1 best" in md and "Covertype" in md
+
+
+def test_summary_table_keeps_hyphenated_setting():
+    v = pd.DataFrame([{"claim": "C1", "dataset": "s", "setting": s, "verdict": x, "ours": "", "reason": ""}
+                      for s, x in (("a", cl.NOT), ("a-tuned", cl.PARTLY), ("b", cl.REPRODUCED))])
+    md = cl.markdown(v, {"conv": CONV, "table1": pd.DataFrame(), "configurations": pd.DataFrame(
+        columns=["base", "max_variants", "mean_tried_per_cell", "max_tried_per_cell", "cells", "cells_grid_extended",
+                 "cells_at_edge"]), "divergence": pd.DataFrame(), "robustness": pd.DataFrame()},
+        {}, pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]}))
+    assert "| C1 | s | not reproduced | partly | reproduced |" in md

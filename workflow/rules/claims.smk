@@ -1,0 +1,49 @@
+rule claims:
+    input:
+        runs="results/tables/runs.parquet",
+        summary="results/tables/summary.parquet",
+        best="results/tables/best_T.parquet",
+        baseline="results/tables/baseline.parquet",
+        best_curves="results/tables/best_curves.parquet",
+    output:
+        md=report(
+            "results/claims/claims.md",
+            caption="../report/claims.rst",
+            category="Claims",
+            labels={"table": "claims of the paper: verdicts"},
+        ),
+        csv=report(
+            "results/claims/claims.csv",
+            caption="../report/claims.rst",
+            category="Claims",
+            labels={"table": "claims of the paper: verdicts (CSV)"},
+        ),
+        robustness="results/claims/robustness.csv",
+        divergence="results/claims/divergence.csv",
+    log:
+        "logs/claims.log",
+    params:
+        claims=CLAIMS,
+        protocol=PROTOCOL,
+    message:
+        "Checking the paper's claims"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/claims.py"
+
+
+rule publish_claims:
+    input:
+        "results/claims/claims.md",
+    output:
+        "figures/claims.md",
+    log:
+        "logs/publish_claims.log",
+    localrule: True
+    message:
+        "Copying the claims report to figures/"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/publish.py"
