@@ -95,10 +95,6 @@ CONFIG_CASES = {
     "misspelled_nested_key": (_with("algorithms.dp-gd", {"gird": "g"}), r"'gird' was unexpected"),
 }
 
-# Cases the schema does not catch today (the duplicate values are silently de-duplicated by
-# dpnewton.pipeline.config.algorithm_grids). Reported with the schema fix (uniqueItems: true).
-KNOWN_GAPS = {"duplicate_grid_values", "duplicate_iterations"}
-
 # name -> (CSV text, regex of the data module's message)
 DATA_CASES = {
     "nan_feature": ("1,nan,1\n2,3,0\n4,5,1\n", r"features contain 1 NaN and 0 inf"),
@@ -188,10 +184,7 @@ def _check(outcomes, name, pattern):
     return out
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(reason="schema lacks uniqueItems: true (fix reported to lead)",
-                                            strict=False)) if n in KNOWN_GAPS else n
-    for n in CONFIG_CASES])
+@pytest.mark.parametrize("name", list(CONFIG_CASES))
 def test_bad_config(outcomes, name):
     out = _check(outcomes, name, CONFIG_CASES[name][1])
     # stopped while parsing: no job was started
