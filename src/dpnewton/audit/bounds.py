@@ -35,16 +35,9 @@ def clopper_pearson_upper(k, n, alpha: float = 0.05):
 
 
 def clopper_pearson_lower(k, n, alpha: float = 0.05):
-    """One-sided (1 - alpha) exact lower bound: Beta(alpha; k, n - k + 1); 0 when k = 0."""
+    """One-sided (1 - alpha) exact lower bound Beta(alpha; k, n - k + 1) = 1 - upper(n - k); 0 at k = 0."""
     k = np.asarray(k, dtype=np.float64)
-    if n <= 0:
-        raise ValueError(f"n={n!r} must be >= 1")
-    if np.any((k < 0) | (k > n)):
-        raise ValueError(f"k must lie in [0, n={n}]")
-    with np.errstate(invalid="ignore"):
-        out = stats.beta.ppf(alpha, np.maximum(k, 1e-300), n - k + 1.0)
-    out = np.where(k <= 0, 0.0, out)
-    return float(out) if out.ndim == 0 else out
+    return 1.0 - clopper_pearson_upper(n - k, n, alpha)
 
 
 def clopper_pearson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
