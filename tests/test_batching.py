@@ -2,18 +2,18 @@
 
 * DP-GD and DP-GD-Oracle: seeds run together == one by one == in shuffled order, also with runs of
   different T dropping out of the batch; Hess-clip likewise.
-* The BLAS property the batching relies on (loss.lane_product): on this machine, a column of a
-  lane-padded product has the same bits whatever the batch width and the column's position.
+* The stacked passes over Z (loss.LogisticProblem.margins / grad_from_margins on a stack of runs):
+  a run's column has the same bits whatever the stack size and the run's position in it, including
+  across the row-block boundaries.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from dpnewton.experiment import run_algorithm
-from dpnewton.loss import LANE_WIDTH, LogisticProblem, lane_product
+from dpnewton.loss import LogisticProblem, row_block
 
 
 def _problem(n=1500, d=13, seed=0):
@@ -72,52 +72,59 @@ def test_batch_losses_equal_sequential_and_shuffled(problem, algorithm, Ts):
     _assert_same(together, shuffled, losses=True)
 
 
-def test_batch_of_many_runs_spans_several_lanes(problem):
-    """More runs than 2 lanes (S = 2*LANE_WIDTH + 3) and a sub-batch in another position."""
-    seeds = list(range(2 * LANE_WIDTH + 3))
+def test_batch_of_many_runs(problem):
+    """A batch of 19 runs and a sub-batch of it in another position."""
+    seeds = list(range(19))
     big = _by_key(run_algorithm(problem, "toy", "dp-gd", 0.5, seeds, 6))
     part = _by_key(run_algorithm(problem, "toy", "dp-gd", 0.5, seeds[5:8], 6))
     _assert_same({k: big[k] for k in part}, part)
 
 
-def _column_independent(A, rng, widths):
-    """Every column of lane_product(A, B[:, cols]) equals lane_product(A, B[:, [j]]) bit for bit."""
-    max_s = max(widths)
-    B = rng.standard_normal((A.shape[1], max_s))
-    alone = [lane_product(A, B[:, [j]])[:, 0] for j in range(max_s)]
-    for S in widths:
-        cols = list(range(S))
-        for order in (cols, cols[::-1], list(rng.permutation(S))):
-            out = lane_product(A, B[:, order])
+def _stack_independent(problem, rng, sizes):
+    """Each run's margins and gradient in a stack equal those of the run alone, bit for bit."""
+    W = rng.standard_normal((max(sizes), problem.d))
+    alone = [problem.margins_and_grads(W[[j]]) for j in range(len(W))]
+    for S in sizes:
+        for order in (list(range(S)), list(range(S))[::-1], list(rng.permutation(S))):
+            M, G = problem.margins_and_grads(W[order])
+            M2 = problem.margins(W[order])
             for pos, j in enumerate(order):
-                if not np.array_equal(out[:, pos], alone[j]):
+                same = (np.array_equal(M[:, pos], alone[j][0][:, 0]) and np.array_equal(G[pos], alone[j][1][0])
+                        and np.array_equal(M2[:, pos], alone[j][0][:, 0]))
+                if not same:
                     return False, (S, pos, j)
     return True, None
 
 
-# d = 1 (Z^T a single row, which numpy would route to gemv) has its own test below.
-@pytest.mark.parametrize("n,d", [(1500, 13), (1001, 124), (2048, 75), (777, 2)])
-def test_lane_padding_property_of_blas(n, d):
-    """The property lane_product relies on, for both products a step does (Z @ B and Z^T @ S)."""
+@pytest.mark.parametrize("n,d", [(6000, 13), (1001, 124), (2048, 75), (9000, 2), (9000, 1), (300, 900)])
+def test_stacked_passes_are_batch_independent(n, d):
     rng = np.random.default_rng(n + d)
-    Z = rng.standard_normal((n, d)) / np.sqrt(d)
-    widths = sorted({1, 2, 3, LANE_WIDTH - 1, LANE_WIDTH, LANE_WIDTH + 1, 2 * LANE_WIDTH + 3} - {0})
-    with threadpool_limits(1):
-        for A in (Z, Z.T):
-            ok, where = _column_independent(A, rng, widths)
-            assert ok, f"column bits depend on batch width/position (S, pos, col) = {where} for A {A.shape}"
+    Z = rng.standard_normal((n, d))
+    p = LogisticProblem(Z / np.linalg.norm(Z, axis=1, keepdims=True))
+    assert n > row_block(d)  # several row blocks, so block boundaries are exercised
+    ok, where = _stack_independent(p, rng, [1, 2, 3, 7, 8, 9, 19])
+    assert ok, f"run bits depend on the stack (S, pos, run) = {where}"
 
 
-def test_lane_padding_single_feature():
-    rng = np.random.default_rng(3)
-    Z = rng.standard_normal((777, 1))
-    with threadpool_limits(1):
-        ok, where = _column_independent(Z.T, rng, [1, 2, LANE_WIDTH, LANE_WIDTH + 1])
-    assert ok, where
-
-
-def test_lane_product_matches_matmul():
+def test_stacked_passes_match_plain_products():
     rng = np.random.default_rng(5)
-    A, B = rng.standard_normal((300, 20)), rng.standard_normal((20, 5))
-    np.testing.assert_allclose(lane_product(A, B), A @ B, rtol=1e-12, atol=1e-12)
-    assert lane_product(A, B).shape == (300, 5)
+    Z = rng.standard_normal((3000, 20))
+    p = LogisticProblem(Z / np.linalg.norm(Z, axis=1, keepdims=True))
+    W = rng.standard_normal((5, 20))
+    M, G = p.margins_and_grads(W)
+    np.testing.assert_allclose(M, p.Z @ W.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(p.margins(W), M, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(G, np.stack([p.grad(w) for w in W]), rtol=1e-11, atol=1e-14)
+
+
+def test_fused_gradient_and_soi_match_separate_passes():
+    rng = np.random.default_rng(6)
+    Z = rng.standard_normal((2500, 30))
+    p = LogisticProblem(Z / np.linalg.norm(Z, axis=1, keepdims=True))
+    w = rng.standard_normal(30)
+    m = p.margins(w)
+    for kind in ("hessian", "qu"):
+        g, H = p.grad_and_soi_from_margins(m, kind)
+        np.testing.assert_allclose(g, p.grad(w), rtol=1e-11, atol=1e-15)
+        np.testing.assert_allclose(H, p.soi_from_margins(m, kind), rtol=1e-11, atol=1e-15)
+        assert np.array_equal(H, H.T)

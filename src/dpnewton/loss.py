@@ -14,8 +14,10 @@ Both SOIs are sums of PSD rank-one terms with eigenvalue <= 1/4 (Remark 5.3), wh
 sensitivities used in the optimizers. Every function takes an optional index array ``rows`` (a
 minibatch); the mean is then over those rows.
 
-Batched products with Z (a stack of runs) go through :func:`lane_product`, which keeps results
-bit-identical whether a run is computed alone or batched with others (see its docstring).
+Passes over Z are made one block of rows at a time (:func:`row_block`, sized to stay in the L2
+cache). For a stack of runs each run gets its own matrix-vector product per block, so a run's
+bits never depend on how many runs share the batch, while the block of Z is read from memory once
+for all of them. The Newton methods fuse the gradient and the SOI into one such pass.
 """
 
 from __future__ import annotations
@@ -24,28 +26,16 @@ import numpy as np
 from scipy import special
 from scipy.linalg import blas
 
-LANE_WIDTH = 8
-"""Columns of the run axis are padded to a multiple of this width before a BLAS product.
-
-BLAS kernels compute each column of a matrix-matrix product independently, but a matrix-vector
-product (gemv) and the remainder columns of gemm use other kernels with another summation order.
-Padding every batch to full lanes makes each run's column go through the same kernel whatever the
-batch size or its position in the batch (checked by tests/test_batching.py).
-"""
+L2_BLOCK_BYTES = 1 << 18
 
 
-def lane_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """A @ B for B of shape (k, S), computed on S padded up to a multiple of LANE_WIDTH columns."""
-    S = B.shape[1]
-    width = -(-max(S, 1) // LANE_WIDTH) * LANE_WIDTH
-    if width != S:
-        padded = np.zeros((B.shape[0], width), dtype=np.float64)
-        padded[:, :S] = B
-        B = padded
-    rows = A.shape[0]
-    if rows == 1:  # numpy sends a one-row A to gemv; a zero second row keeps it on gemm
-        A = np.vstack([A, np.zeros_like(A)])
-    return (A @ B)[:rows, :S]
+def row_block(d: int) -> int:
+    """Rows per block of a pass over Z: about 256 KiB of float64, between 128 and 4096 rows.
+
+    Fixed per d, so the summation order of every product (and hence every bit) is a property
+    of the data shape, not of the batch.
+    """
+    return int(min(4096, max(128, L2_BLOCK_BYTES // (8 * d))))
 
 
 def qu_coefficient(m: np.ndarray) -> np.ndarray:
@@ -109,16 +99,24 @@ class LogisticProblem:
         return self.Z if rows is None else self.Z[rows]
 
     def margins(self, w: np.ndarray, rows=None) -> np.ndarray:
-        """m = Z w (n,) for one w (gemv), or Z W^T (n, S) for a stack W (S, d) (lane-padded gemm).
+        """m = Z w (n,) for one w, or Z W^T (n, S) for a stack W (S, d).
 
-        An optimizer uses one of the two forms for all its runs, so its results never depend on
-        how runs are batched: per-run optimizers (a Hessian pass per run dominates) use vectors,
-        batched first-order optimizers always pass stacks, even of one run.
+        A stack is computed block by block with one matrix-vector product per run, so each run's
+        margins are the same bits whatever the stack size. Single vectors use one gemv: an
+        optimizer uses one of the two forms for all its runs (batched first-order optimizers pass
+        stacks, even of one run), so its results never depend on batching.
         """
         Zr = self.rows(rows)
         if w.ndim == 1:
             return Zr @ w
-        return lane_product(Zr, w.T)
+        n = Zr.shape[0]
+        Mt = np.empty((w.shape[0], n))
+        block = row_block(self.d)
+        for a in range(0, n, block):
+            Zb = Zr[a:a + block]
+            for j in range(w.shape[0]):
+                np.dot(Zb, w[j], out=Mt[j, a:a + block])
+        return Mt.T
 
     # ---- loss and gradient ------------------------------------------------------------------
     @staticmethod
@@ -141,45 +139,80 @@ class LogisticProblem:
         return self.loss(w) - self.loss_opt
 
     def grad_from_margins(self, m: np.ndarray, rows=None) -> np.ndarray:
-        """g = -(1/|B|) Z_B^T sigma(-m); m of shape (|B|,) -> (d,), or (|B|, S) -> (S, d)."""
+        """g = -(1/|B|) Z_B^T sigma(-m) for the margins m (|B|,) of one w; zeros for an empty batch.
+
+        Stacks of runs get their gradients from :meth:`margins_and_grads` instead.
+        """
         Zr = self.rows(rows)
-        count = Zr.shape[0]
-        if count == 0:
-            return np.zeros(self.d) if m.ndim == 1 else np.zeros((m.shape[1], self.d))
-        s = special.expit(-m)
-        if m.ndim == 1:
-            return -(Zr.T @ s) / count
-        return -lane_product(Zr.T, s).T / count
+        if Zr.shape[0] == 0:
+            return np.zeros(self.d)
+        return -(Zr.T @ special.expit(-m)) / Zr.shape[0]
+
+    def margins_and_grads(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Z W^T (n, S), mean gradients (S, d)) of a stack of runs in one blocked pass over Z.
+
+        Per block of rows and per run: m = Z_b w (gemv), then g -= Z_b^T sigma(-m) while the
+        block is still in cache. Each run's bits depend only on its own w and the block size.
+        """
+        n, d = self.n, self.d
+        Mt = np.empty((W.shape[0], n))
+        G = np.zeros((W.shape[0], d))
+        block = row_block(d)
+        for a in range(0, n, block):
+            Zb = self.Z[a:a + block]
+            Zbt = Zb.T
+            for j in range(W.shape[0]):
+                m = Mt[j, a:a + block]
+                np.dot(Zb, W[j], out=m)
+                G[j] -= Zbt @ special.expit(-m)
+        return Mt.T, G / n
 
     def grad(self, w: np.ndarray, rows=None) -> np.ndarray:
         return self.grad_from_margins(self.margins(w, rows), rows)
 
     # ---- second-order information -----------------------------------------------------------
-    def weighted_gram(self, coef: np.ndarray, rows=None) -> np.ndarray:
-        """(1/|B|) Z_B^T diag(coef) Z_B for coef >= 0, via one SYRK on sqrt(coef) * Z_B.
+    def _gram_pass(self, coef: np.ndarray, rows=None, grad_weights: np.ndarray | None = None):
+        """sum_i coef_i z_i z_i^T (and, if given, -sum_i grad_weights_i z_i) in one blocked pass.
 
-        The scaled copy lives in a reused work buffer, so the call holds at most one extra copy of
-        the data matrix.
+        Each block is scaled by sqrt(coef) into a small reused buffer and accumulated with SYRK
+        (upper triangle), so the pass holds no copy of the data matrix.
         """
         Zr = self.rows(rows)
-        count = Zr.shape[0]
+        count, d = Zr.shape
+        block = row_block(d)
+        if self._work is None:
+            self._work = np.empty((block, d))
+        root = np.sqrt(coef)
+        upper = np.zeros((d, d), order="F")
+        g = np.zeros(d) if grad_weights is not None else None
+        for a in range(0, count, block):
+            Zb = Zr[a:a + block]
+            scaled = self._work[:Zb.shape[0]]
+            if g is not None:
+                g -= Zb.T @ grad_weights[a:a + block]
+            np.multiply(Zb, root[a:a + block, None], out=scaled)
+            upper = blas.dsyrk(1.0, scaled.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
+        gram = np.triu(upper) + np.triu(upper, 1).T
+        return gram, g
+
+    def weighted_gram(self, coef: np.ndarray, rows=None) -> np.ndarray:
+        """(1/|B|) Z_B^T diag(coef) Z_B for coef >= 0 (blocked SYRK, see :meth:`_gram_pass`)."""
+        count = self.rows(rows).shape[0]
         if count == 0:
             return np.zeros((self.d, self.d))
-        if rows is None:
-            if self._work is None:
-                self._work = np.empty_like(self.Z)
-            work = self._work
-            np.multiply(Zr, np.sqrt(coef)[:, None], out=work)
-        else:
-            work = Zr * np.sqrt(coef)[:, None]
-        # work is C-contiguous (count, d): work.T is Fortran (d, count); dsyrk(trans=0) gives A A^T.
-        upper = blas.dsyrk(1.0 / count, work.T, trans=0, lower=0)
-        return np.triu(upper) + np.triu(upper, 1).T
+        return self._gram_pass(coef, rows)[0] / count
 
     def soi_from_margins(self, m: np.ndarray, kind: str, rows=None) -> np.ndarray:
         if kind not in SOI_COEFFICIENTS:
             raise ValueError(f"soi={kind!r} is unknown; choose 'hessian' or 'qu'")
         return self.weighted_gram(SOI_COEFFICIENTS[kind](m), rows)
+
+    def grad_and_soi_from_margins(self, m: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """(gradient, SOI) of the full data at margins m in one fused pass over Z."""
+        if kind not in SOI_COEFFICIENTS:
+            raise ValueError(f"soi={kind!r} is unknown; choose 'hessian' or 'qu'")
+        gram, g = self._gram_pass(SOI_COEFFICIENTS[kind](m), None, special.expit(-m))
+        return g / self.n, gram / self.n
 
     def hessian(self, w: np.ndarray, rows=None) -> np.ndarray:
         return self.soi_from_margins(self.margins(w, rows), "hessian", rows)

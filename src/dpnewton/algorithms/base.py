@@ -119,15 +119,15 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     return RunResult(ctx.identity, w, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag)
 
 
-BatchStepFn = Callable[[np.ndarray, np.ndarray, list[RunContext], int], np.ndarray]
+BatchStepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, list[RunContext], int], np.ndarray]
 
 
 def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: BatchStepFn,
                     reset: bool = False) -> list[RunResult]:
-    """Run a batch of runs together: ``W_{t+1} = step(W_t, M_t, active_contexts, t)``.
+    """Run a batch of runs together: ``W_{t+1} = step(W_t, M_t, G_t, active_contexts, t)``.
 
-    W has one row per active run and M = Z W^T is one lane-padded matrix-matrix product, so a
-    pass over Z serves every run. Runs with smaller T drop out of the batch when done. A run's
+    W has one row per active run; the margins M = Z W^T and the mean gradients G come from one
+    blocked pass over Z that serves every run (:meth:`LogisticProblem.margins_and_grads`). Runs with smaller T drop out of the batch when done. A run's
     update time is the batch step time divided by the number of runs in the step.
     """
     S = len(contexts)
@@ -147,8 +147,8 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
         active = np.flatnonzero(Ts > t)
         start = time.perf_counter()
         Wa = W[active]
-        M = problem.margins(Wa)
-        W_next = step(Wa, M, [contexts[i] for i in active], t)
+        M, G = problem.margins_and_grads(Wa)
+        W_next = step(Wa, M, G, [contexts[i] for i in active], t)
         norms = np.linalg.norm(W_next, axis=1)
         blown = norms > cutoffs[active]
         if blown.any():

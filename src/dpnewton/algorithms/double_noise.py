@@ -102,10 +102,9 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
         lambdas: list[float] = []
 
         def step(w, m, t):
-            g = problem.grad_from_margins(m) + cfg.reg * w
+            g, H = problem.grad_and_soi_from_margins(m, cfg.soi)  # one fused pass over Z
             s_g = ledger.charge(t, "gradient", 1.0 / n, rho_g)
-            g_noisy = g + s_g * rng.standard_normal(d)
-            H = problem.soi_from_margins(m, cfg.soi)
+            g_noisy = g + cfg.reg * w + s_g * rng.standard_normal(d)
             if cfg.lambda_mode == "adaptive":
                 s_tr = ledger.charge(t, "trace", 1.0 / (4.0 * n), rho_tr)
                 tau = cfg.trace_coeff * max(float(np.trace(H)) + s_tr * rng.standard_normal(), 0.0)

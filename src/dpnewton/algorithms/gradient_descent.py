@@ -12,9 +12,9 @@ per-example gradient sigma(-m_i) z_i has norm <= 1) once per iteration with rho_
   Armijo constant 0.4, floor 1e-6; accepts the first t with l(w - t g~) < l(w) - 0.4 t <g~, grad>);
   ``"exact"`` is the paper's argmin over eta in [0, 100] (bounded Brent).
 
-All runs of a batch share each pass over Z: M = Z W^T and Z^T S are lane-padded matrix-matrix
-products; a trial step of the line search costs O(n) because l(w - t g~) only needs
-m - t Z g~, where Z g~ is one more batched product.
+All runs of a batch share each pass over Z (margins and gradients of every run in one blocked
+sweep, :meth:`LogisticProblem.margins_and_grads`); a trial step of the line search costs O(n)
+because l(w - t g~) only needs m - t Z g~, where Z g~ is one more batched pass.
 """
 
 from __future__ import annotations
@@ -57,8 +57,7 @@ def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
     if not cfg.step > 0:
         raise ValueError(f"step={cfg.step!r} must be > 0")
 
-    def step(W, M, ctxs, t):
-        G = problem.grad_from_margins(M)
+    def step(W, M, G, ctxs, t):
         return W - cfg.step * _noisy_gradients(G, ctxs, problem.n, t)
 
     return iterate_batched(problem, contexts, step, reset=cfg.reset)
@@ -92,8 +91,8 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
         ctx.ledger.mark_nonprivate(f"step size by {cfg.line_search} line search on the exact loss")
     reg = cfg.reg
 
-    def step(W, M, ctxs, t):
-        G = problem.grad_from_margins(M) + reg * W
+    def step(W, M, G, ctxs, t):
+        G = G + reg * W
         Gn = _noisy_gradients(G, ctxs, problem.n, t)
         ZG = problem.margins(Gn)  # Z g~ for every run, one batched pass
         W_next = np.empty_like(W)
