@@ -310,13 +310,22 @@ def verdict_qu(cells: pd.DataFrame, dataset: str, pairs=(("qu-clip", "hess-clip"
     parts = []
     for qu, hess in pairs:
         for e in sorted(d["epsilon"].unique()):
-            q, h = _val(cells, dataset, qu, e), _val(cells, dataset, hess, e)
+            qr, hr = _row(cells, dataset, qu, e), _row(cells, dataset, hess, e)
+            if qr is None or hr is None:
+                continue
+            q, h = float(qr["excess_loss_mean"]), float(hr["excess_loss_mean"])
             if not (math.isfinite(h) or math.isfinite(q)):
+                parts.append(f"{qu}/{hess} eps={e:g}: both non-finite")
                 continue
             n += 1
-            r = q / h if (math.isfinite(q) and math.isfinite(h) and h > 0) else (0.0 if math.isfinite(q) else math.inf)
+            if math.isfinite(q) and math.isfinite(h) and h > 0:
+                r, text = q / h, _fmt(q / h)
+            elif math.isfinite(q):
+                r, text = 0.0, "Hessian variant non-finite"
+            else:
+                r, text = math.inf, "QU non-finite"
             ok += r <= QU_FACTOR
-            parts.append(f"{qu}/{hess} eps={e:g}: {_fmt(r)}")
+            parts.append(f"{qu}/{hess} eps={e:g}: {text}")
     if not n:
         return {"verdict": NA, "reason": "no pairs", "ours": ""}
     v = REPRODUCED if ok >= 0.75 * n else PARTLY if ok >= 0.5 * n else NOT
@@ -497,15 +506,15 @@ def configurations(summary: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
         variants=("algorithm", "nunique"), tried=("iterations", "size")).reset_index()
     b = best.copy()
     b["base"] = base_of(b)
-    if "grid_extended" in b:
-        ext = b.groupby("base")["grid_extended"].agg(lambda x: int(pd.Series(x).astype(bool).sum()))
-    else:
-        ext = pd.Series(dtype=int)
-    edge = b[b["at_edge"].astype(bool)].groupby("base").size()
+    b = b[~is_reset(b)] if "hyper" in b else b
+    b["_ext"] = b["grid_extended"].astype(bool) if "grid_extended" in b else False
+    b["_edge"] = b["at_edge"].astype(bool)
+    cc = b.groupby("base").agg(config_cells=("algorithm", "size"), ext=("_ext", "sum"), edge=("_edge", "sum"))
     out = per_cell.groupby("base").agg(max_variants=("variants", "max"), mean_tried_per_cell=("tried", "mean"),
                                        max_tried_per_cell=("tried", "max"), cells=("tried", "size")).reset_index()
-    out["cells_grid_extended"] = out["base"].map(ext).fillna(0).astype(int)
-    out["cells_at_edge"] = out["base"].map(edge).fillna(0).astype(int)
+    out["config_cells"] = out["base"].map(cc["config_cells"]).fillna(0).astype(int)
+    out["cells_grid_extended"] = out["base"].map(cc["ext"]).fillna(0).astype(int)
+    out["cells_at_edge"] = out["base"].map(cc["edge"]).fillna(0).astype(int)
     return out
 
 
@@ -576,7 +585,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
         L += ["", "## Table 1 cells (ratio T*_DP-GD / T*_Hess-clip at each one's best T)", "",
               "Edge flags: `high`/`low` = best T at the top (after any grid extension, i.e. at the cap) or bottom "
               "(T=1 / smallest T) of the grid. *accounting share* = fraction of the log gap between the paper and "
-              "setting a that setting b (the official rho) closes.", "",
+              "setting a that setting b (the official rho) closes (1 = all of it; > 1 overshoots the paper; <= 0 = "
+              "none: at epsilon >= 1 the official rho equals bs16's).", "",
               "| dataset | eps | paper | a | a-tuned | b | c | accounting share | a: DP-GD T / loss | a: Hess-clip T / loss | verdict (a) |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
         piv = t1.pivot_table(index=["dataset", "epsilon"], columns="setting", values="ratio", aggfunc="first")
@@ -592,17 +602,21 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
             cells = [f"{r.get(k, np.nan):.2f}x" if math.isfinite(r.get(k, np.nan)) else "n/a"
                      for k in ("a", "a-tuned", "b", "c")]
             L.append(f"| {ds} | {e:g} | {paper if paper else 'n/a'} | " + " | ".join(cells)
-                     + f" | {_fmt(share, 2)} | {gd} | {hc} | {ainfo['verdict'] if ainfo is not None else ''} |")
+                     + f" | {'n/a' if not math.isfinite(share) else f'{share + 0.0:.2f}'.replace('-0.00', '0.00')} | {gd} | {hc} | {ainfo['verdict'] if ainfo is not None else ''} |")
         L += ["", "Covertype (paper 24.19, 19.85, 35.70, 36.20): not evaluable offline."]
     cfg = extra["configurations"]
     L += ["", "## Tuning (non-private) and configurations tried", "",
           "Every iterative method's T grid is extended inside its job (x2, up to a declared cap) while its best "
           "mean-over-seeds T is the largest T; a best T at T=1 (lower edge) cannot be extended and is flagged.", "",
-          "| algorithm | configurations (entries) | (config, T) pairs per cell, mean | max | cells | cells with extended grid | cells still at an edge |",
-          "|---|---|---|---|---|---|---|"]
+          "A *cell* is (dataset, conversion, epsilon); a *configuration cell* is (configuration, cell). "
+          "Edges after extension: `high` = best T still at the cap, `low` = best T is the smallest T (often T=1 "
+          "or DP-GD's T=10 at epsilon 0.01, where the best is to barely move from w0).", "",
+          "| algorithm | configurations (entries) | (configuration, T) pairs tried per cell, mean | max | cells | "
+          "configuration cells | with extended grid | best T still at an edge |",
+          "|---|---|---|---|---|---|---|---|"]
     for r in cfg.itertuples():
         L.append(f"| {r.base} | {r.max_variants} | {r.mean_tried_per_cell:.1f} | {r.max_tried_per_cell} | {r.cells} | "
-                 f"{r.cells_grid_extended} | {r.cells_at_edge} |")
+                 f"{r.config_cells} | {r.cells_grid_extended} | {r.cells_at_edge} |")
     variants = p.get("variants") or {}
     if variants:
         L += ["", "Declared configurations: " + "; ".join(
