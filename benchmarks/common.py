@@ -1,0 +1,231 @@
+"""Shared helpers for the benchmark scripts: environment record, problem loading, timing, CSV/README.
+
+Every script is run as ``python benchmarks/<name>.py`` from the repository root (or anywhere:
+paths are resolved relative to this file). Each writes CSVs to ``benchmarks/results/`` and a
+Markdown section ``benchmarks/results/<name>.md``; :func:`write_readme` assembles
+``benchmarks/README.md`` from the environment record and every section present.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+REPO_DIR = BENCH_DIR.parent
+DATA_DIR = Path(os.environ.get("DPNEWTON_DATA_DIR", "/work/shared/datasets"))
+CACHE_DIR = Path(os.environ.get("DPNEWTON_BENCH_CACHE", BENCH_DIR / ".cache"))
+
+# Order of the sections in README.md (name of the script -> title).
+SECTIONS = [
+    ("roofline", "1. Roofline per iteration"),
+    ("batching", "2. Batching throughput and bit-identity"),
+    ("table1", "3. Table 1 reproduced"),
+    ("table1_b", "3b. Table 1, further datasets (separate, parallel run; see its seed count)"),
+    ("table1_retime", "3c. Table 1 best-T runs re-timed together with the current core (incl. a gemv DP-GD)"),
+    ("memory", "4. Peak memory"),
+    ("pipeline", "5. End-to-end pipeline"),
+    ("history", "6. History: the old core (lane-padded gemm) and the proposals now applied"),
+]
+
+
+# ---- environment ---------------------------------------------------------------------------------
+def cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def blas_info() -> list[dict]:
+    from threadpoolctl import threadpool_info
+
+    keep = ("user_api", "internal_api", "version", "num_threads", "architecture", "threading_layer",
+            "filepath")
+    return [{k: v for k, v in info.items() if k in keep} for info in threadpool_info()]
+
+
+def numpy_build() -> str:
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg.get("Build Dependencies", {}).get("blas", {})
+        return f"{blas.get('name', '?')} {blas.get('version', '')} ({blas.get('openblas configuration', '')})".strip()
+    except Exception:  # older numpy
+        return "see numpy.show_config()"
+
+
+def environment() -> dict:
+    return {
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "scipy": __import__("scipy").__version__,
+        "numpy_blas_build": numpy_build(),
+        "blas_runtime": blas_info(),
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
+        "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE", "(unset)"),
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "(unset)"),
+        "blas_threads_in_benchmarks": 1,
+    }
+
+
+def environment_markdown(env: dict) -> str:
+    lines = ["| item | value |", "|---|---|"]
+    for k, v in env.items():
+        if k == "blas_runtime":
+            v = "; ".join(f"{b.get('internal_api')} {b.get('version')} {b.get('architecture', '')} "
+                          f"threads={b.get('num_threads')} ({Path(str(b.get('filepath'))).name})" for b in v)
+        lines.append(f"| {k} | {v} |")
+    return "\n".join(lines)
+
+
+# ---- problems ------------------------------------------------------------------------------------
+def _a1a_fallback():
+    """a1a without the data package: LIBSVM a1a.t -> StandardScaler -> bias column -> from_xy."""
+    from sklearn.datasets import load_svmlight_file
+    from sklearn.preprocessing import StandardScaler
+
+    from dpnewton.algorithms.optimum import find_optimum
+    from dpnewton.loss import LogisticProblem
+
+    X, y = load_svmlight_file(str(DATA_DIR / "a1a" / "a1a.t"), n_features=123)
+    X = StandardScaler().fit_transform(X.toarray())
+    X = np.hstack([np.ones((X.shape[0], 1)), X])
+    p = LogisticProblem.from_xy(X, y, name="a1a")
+    opt = find_optimum(p)
+    p.set_optimum(opt.w, opt.loss)
+    return p
+
+
+def load(name: str, optimum: bool = True):
+    """A LogisticProblem for a named dataset via dpnewton.problems (cached under CACHE_DIR)."""
+    try:
+        from dpnewton.problems import load_problem
+    except ImportError:
+        if name != "a1a":
+            raise
+        return _a1a_fallback()
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    return load_problem(dataset=name, data_dir=str(DATA_DIR), cache_dir=str(CACHE_DIR), optimum=optimum)
+
+
+def random_problem(n: int, d: int, seed: int = 0, name: str = "random"):
+    """Rows uniform on the unit sphere, random signs: the shape of a real dataset, for timing only."""
+    from dpnewton.loss import LogisticProblem
+
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, d))
+    Z /= np.linalg.norm(Z, axis=1, keepdims=True) * (1 + 1e-12)
+    return LogisticProblem(Z, name=name)
+
+
+# ---- timing --------------------------------------------------------------------------------------
+# The 2 cores are oversubscribed by other engineers' jobs (load average 6-10), so wall-clock minima
+# are biased: a short call can run undisturbed, a long one is always preempted, which makes any
+# "long vs short" ratio look worse than it is. With BLAS pinned to one thread the calling thread's
+# CPU time (CLOCK_THREAD_CPUTIME_ID) is the work done, minus preemption; it is the default clock.
+CLOCKS = {"cpu": time.thread_time, "wall": time.perf_counter}
+
+
+def use_clock_in_library(clock: str) -> None:
+    """Make the library's update-step timer (``time.perf_counter`` in dpnewton.algorithms.base)
+    read ``clock`` -- a benchmark-side monkeypatch; the library itself times wall clock."""
+    import types
+
+    import dpnewton.algorithms.base as base
+
+    if clock == "wall":
+        base.time = time
+    else:
+        base.time = types.SimpleNamespace(perf_counter=CLOCKS[clock])
+
+
+def interleaved(funcs: dict, repeats: int, inner: int = 1, warmup: int = 1,
+                clock: str = "cpu") -> dict[str, np.ndarray]:
+    """Time every callable ``repeats`` times, interleaved (round-robin); seconds per call."""
+    now = CLOCKS[clock]
+    for f in funcs.values():
+        for _ in range(warmup):
+            f()
+    out = {k: [] for k in funcs}
+    for _ in range(repeats):
+        for k, f in funcs.items():
+            t0 = now()
+            for _ in range(inner):
+                f()
+            out[k].append((now() - t0) / inner)
+    return {k: np.array(v) for k, v in out.items()}
+
+
+# ---- output --------------------------------------------------------------------------------------
+def write_csv(name: str, rows: list[dict]) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / name
+    fields: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in fields:
+                fields.append(k)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(path)
+    return path
+
+
+def md_table(rows: list[dict], cols: list[str], fmt: dict | None = None) -> str:
+    fmt = fmt or {}
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c, "")
+            f = fmt.get(c)
+            if f and isinstance(v, (int, float, np.floating)) and not (isinstance(v, float) and np.isnan(v)):
+                v = format(v, f)
+            cells.append(str(v))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def write_section(name: str, markdown: str) -> None:
+    """Store this script's section (with its own environment record) and rebuild README.md."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / f"{name}.md").write_text(markdown.rstrip() + "\n")
+    (RESULTS_DIR / f"{name}.env.json").write_text(json.dumps(environment(), indent=1, default=str))
+    write_readme()
+
+
+def write_readme() -> None:
+    intro = (BENCH_DIR / "README.intro.md").read_text() if (BENCH_DIR / "README.intro.md").exists() else ""
+    parts = [intro.rstrip(), "", "## Machine and BLAS (recorded when README.md was last rebuilt)", "",
+             environment_markdown(environment()), ""]
+    for name, title in SECTIONS:
+        sec = RESULTS_DIR / f"{name}.md"
+        if sec.exists():
+            envf = RESULTS_DIR / f"{name}.env.json"
+            when = json.loads(envf.read_text())["date_utc"] if envf.exists() else "?"
+            script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b"}.get(
+                name, f"{name}.py")
+            origin = (f"_Hand-written note (no script), {when}._" if name == "history"
+                      else f"_Script `python benchmarks/{script}`, run {when}._")
+            parts += [f"## {title}", "", origin, "", sec.read_text().rstrip(), ""]
+    (BENCH_DIR / "README.md").write_text("\n".join(parts).rstrip() + "\n")

@@ -1,0 +1,175 @@
+"""End-to-end wall time of the default pipeline config: ``snakemake --cores 2``, and its overhead.
+
+The pipeline writes ``results/`` and ``resources/`` relative to its working directory, so it is run
+in a scratch copy (Snakefile, config/, workflow/, envs/) -- never in the repository -- with the data
+directory reachable at the config's relative path (``../shared/datasets`` -> a symlink). The
+package itself is the installed (editable) one.
+
+Recorded:
+* wall time of the whole ``snakemake`` call (incl. DAG building, onstart, all jobs);
+* per-job wall times from Snakemake's own metadata (``.snakemake/metadata``: starttime/endtime of
+  every output file, one entry per job after de-duplication by job hash);
+* in-job update time: the sum of ``runtime_s`` over every row of every run-job CSV (the optimizer
+  update steps the results report; loss evaluation, process start, imports and I/O excluded);
+* the load average (``/proc/loadavg``), sampled every 5 s during the run.
+
+Overhead shares reported: ``1 - sum(job wall) / (cores * wall)`` (scheduler / idle capacity, incl.
+the critical path), and ``1 - update time / sum(run-job wall)`` (per-job overhead: interpreter
+start, imports, data loading, untimed loss evaluation, writing).
+
+    python benchmarks/pipeline.py [--config config/config.yaml] [--cores 2] [--timeout 1500] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import common
+
+
+def sample_load(stop: threading.Event, out: list):
+    while not stop.is_set():
+        out.append(float(Path("/proc/loadavg").read_text().split()[0]))
+        stop.wait(5.0)
+
+
+def job_times(work: Path) -> list[dict]:
+    """One record per job from Snakemake's metadata (rule, start, end); de-duplicated by job hash."""
+    jobs = {}
+    meta = work / ".snakemake" / "metadata"
+    if not meta.is_dir():
+        return []
+    for f in meta.iterdir():
+        try:
+            m = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if m.get("starttime") is None or m.get("endtime") is None:
+            continue
+        try:
+            target = base64.b64decode(f.name.replace("@", "/")).decode(errors="replace")
+        except Exception:
+            target = f.name
+        key = m.get("job_hash") or (m.get("rule"), m.get("starttime"))
+        jobs.setdefault(key, {"rule": m.get("rule"), "start": float(m["starttime"]), "end": float(m["endtime"]),
+                              "target": target})
+    return list(jobs.values())
+
+
+def update_time(work: Path) -> tuple[float, int]:
+    total, rows = 0.0, 0
+    for f in (work / "results" / "runs").rglob("*.csv"):
+        with open(f) as fh:
+            for r in csv.DictReader(fh):
+                if r.get("runtime_s") not in (None, ""):
+                    total += float(r["runtime_s"])
+                    rows += 1
+    return total, rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="config/config.yaml")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=1500.0, help="give up after this many seconds")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    args = ap.parse_args()
+    repo = common.REPO_DIR
+    if not (repo / "Snakefile").exists() or not (repo / "workflow").is_dir():
+        common.write_section("pipeline", "Not timed: no Snakefile/workflow in the repository yet.")
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="dpnewton_pipeline_"))
+    work = scratch / "repo"
+    work.mkdir()
+    shutil.copy2(repo / "Snakefile", work / "Snakefile")
+    for sub in ("config", "workflow", "envs"):
+        if (repo / sub).is_dir():
+            shutil.copytree(repo / sub, work / sub)
+    (scratch / "shared").mkdir()
+    (scratch / "shared" / "datasets").symlink_to(common.DATA_DIR)
+    snakemake = Path(sys.executable).with_name("snakemake")
+    cmd = [str(snakemake), "--cores", str(args.cores), "--configfile", args.config]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    loads, stop = [], threading.Event()
+    th = threading.Thread(target=sample_load, args=(stop, loads), daemon=True)
+    started = common.environment()["date_utc"]
+    th.start()
+    t0 = time.perf_counter()
+    timed_out = False
+    try:
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, timeout=args.timeout)
+        rc, so, se = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        timed_out, rc = True, "timeout"
+        so = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        se = (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+    wall = time.perf_counter() - t0
+    stop.set()
+    th.join()
+    (common.RESULTS_DIR / "pipeline_snakemake.log").write_text(so[-20000:] + "\n--- stderr ---\n" + se[-30000:])
+    jobs = job_times(work)
+    run_jobs = [j for j in jobs if j["rule"] == "run_job"]
+    job_sum = sum(j["end"] - j["start"] for j in jobs)
+    run_sum = sum(j["end"] - j["start"] for j in run_jobs)
+    upd, nrows = update_time(work)
+    by_rule = {}
+    for j in jobs:
+        r = by_rule.setdefault(j["rule"], {"rule": j["rule"], "jobs": 0, "sum_wall_s": 0.0, "max_wall_s": 0.0})
+        r["jobs"] += 1
+        r["sum_wall_s"] += j["end"] - j["start"]
+        r["max_wall_s"] = max(r["max_wall_s"], j["end"] - j["start"])
+    row = {"config": args.config, "cores": args.cores, "returncode": rc, "timed_out": timed_out,
+           "started": started, "wall_s": wall,
+           "jobs_finished": se.count("Finished job") + so.count("Finished job"), "jobs_with_metadata": len(jobs),
+           "sum_job_wall_s": job_sum, "sum_run_job_wall_s": run_sum, "run_jobs": len(run_jobs),
+           "update_time_s": upd, "run_rows": nrows,
+           "idle_capacity_share": 1 - job_sum / (args.cores * wall) if wall > 0 else float("nan"),
+           "run_job_overhead_share": 1 - upd / run_sum if run_sum > 0 else float("nan"),
+           "load_min": min(loads) if loads else float("nan"),
+           "load_median": sorted(loads)[len(loads) // 2] if loads else float("nan"),
+           "load_max": max(loads) if loads else float("nan"),
+           "scratch": str(scratch) if args.keep else "(deleted)"}
+    common.write_csv("pipeline.csv", [row])
+    common.write_csv("pipeline_rules.csv", sorted(by_rule.values(), key=lambda r: -r["sum_wall_s"]))
+    md = [f"`snakemake --cores {args.cores} --configfile {args.config}` in a scratch copy of Snakefile/config/"
+          "workflow/envs (data symlinked), BLAS 1 thread per job, started " + started + ". The config is the "
+          "working tree's `config/config.yaml` at that moment.", "",
+          common.md_table([row], ["returncode", "wall_s", "jobs_finished", "sum_job_wall_s", "sum_run_job_wall_s",
+                                  "update_time_s", "idle_capacity_share", "run_job_overhead_share", "load_min",
+                                  "load_median", "load_max"],
+                          {"wall_s": ".1f", "sum_job_wall_s": ".1f", "sum_run_job_wall_s": ".1f",
+                           "update_time_s": ".1f", "idle_capacity_share": ".2f", "run_job_overhead_share": ".2f",
+                           "load_min": ".1f", "load_median": ".1f", "load_max": ".1f"}), "",
+          "Per rule (Snakemake metadata start/end times):", "",
+          common.md_table(sorted(by_rule.values(), key=lambda r: -r["sum_wall_s"]),
+                          ["rule", "jobs", "sum_wall_s", "max_wall_s"], {"sum_wall_s": ".1f", "max_wall_s": ".1f"}),
+          "",
+          "`idle_capacity_share` = 1 - sum(job wall) / (cores x wall): capacity not spent inside jobs (DAG build, "
+          "scheduling, serial stretches such as data preparation -> optimum -> runs -> aggregate -> figures). "
+          "`run_job_overhead_share` = 1 - sum(runtime_s of every run) / sum(run-job wall): what a run job spends "
+          "outside the timed update steps (interpreter start and imports, data loading, the untimed loss "
+          "evaluation, writing CSV/parquet). The load average was sampled every 5 s; other engineers' jobs "
+          "shared the 2 cores, so every time here is an upper bound for an idle machine.",
+          "", "Log tail: `results/pipeline_snakemake.log`."]
+    extra = common.RESULTS_DIR / "pipeline_discussion.md"
+    if extra.exists():
+        md += ["", extra.read_text()]
+    common.write_section("pipeline", "\n".join(md))
+    if not args.keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(row)
+
+
+if __name__ == "__main__":
+    main()
