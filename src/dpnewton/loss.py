@@ -65,9 +65,10 @@ class LogisticProblem:
         Z = np.ascontiguousarray(Z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[0] == 0 or Z.shape[1] == 0:
             raise ValueError(f"Z must be a non-empty 2-D array, got shape {Z.shape}")
-        if not np.isfinite(Z).all():
+        squared_norms = np.einsum("ij,ij->i", Z, Z)  # no n x d temporary
+        if not np.isfinite(squared_norms).all():
             raise ValueError("Z contains NaN or inf; clean the data before building the problem")
-        norms = np.linalg.norm(Z, axis=1)
+        norms = np.sqrt(squared_norms)
         if norms.max() > 1.0 + 1e-12:
             raise ValueError(f"rows of Z must lie in the unit ball; max norm is {norms.max():.6g}")
         self.Z = Z

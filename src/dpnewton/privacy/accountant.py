@@ -49,8 +49,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-import dp_accounting
-from dp_accounting.rdp import rdp_privacy_accountant as _rdp
 
 ACCOUNTANT = "rdp"
 MAX_ORDER = 20000
@@ -127,6 +125,9 @@ def poisson_gaussian_rdp(q: float, z: float, orders=None) -> np.ndarray:
         level = absl_logger.level
         absl_logger.setLevel(logging.ERROR)  # non-converging orders are dropped (rdp = inf) anyway
         try:
+            import dp_accounting  # imported on use: it costs 0.3 s at start-up
+            from dp_accounting.rdp import rdp_privacy_accountant as _rdp
+
             acc = _rdp.RdpAccountant(list(orders[frac_idx]))
             acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)))
             out[frac_idx] = np.asarray(acc._rdp if not hasattr(type(acc), "rdp") else acc.rdp)
@@ -144,6 +145,8 @@ def composed_epsilon(mechanisms, steps: int, delta: float, orders=None) -> tuple
     rdp = np.zeros(len(orders))
     for q, z in mechanisms:
         rdp = rdp + poisson_gaussian_rdp(q, z, orders)
+    from dp_accounting.rdp import rdp_privacy_accountant as _rdp
+
     eps, order = _rdp.compute_epsilon(list(orders), list(steps * rdp), delta)
     return float(eps), float(order)
 
