@@ -25,7 +25,7 @@ Baselines (the unavoidable work, cheapest standalone way):
 * First-order pass: two unblocked gemv over the whole of Z, Z @ w and Z^T @ s.
 
 Also timed (not baselines): the library's own passes in isolation -- ``lib_fused_grad_soi`` =
-LogisticProblem.grad_and_soi_from_margins (blocked SYRK + gradient), ``lib_margins_and_grads_S1``
+LogisticProblem.newton_pass (blocked margins + gradient + SYRK), ``lib_margins_and_grads_S1``
 = margins_and_grads of one run -- to split an iteration into the pass over Z and the rest.
 
     python benchmarks/roofline.py [--repeats 7] [--iters 5]
@@ -92,7 +92,7 @@ def main():
             kern = {
                 "hessian_syrk_C": syrk_c, "hessian_syrk_F": syrk_f, "hessian_gemm": gemm,
                 "gemv_pair": lambda: (Z @ w, Z.T @ s),
-                "lib_fused_grad_soi": lambda: p.grad_and_soi_from_margins(m, "hessian"),
+                "lib_fused_grad_soi": lambda: p.newton_pass(w, "hessian"),
                 "lib_margins_and_grads_S1": lambda: p.margins_and_grads(w[None]),
             }
 

@@ -117,14 +117,14 @@ def test_stacked_passes_match_plain_products():
     np.testing.assert_allclose(G, np.stack([p.grad(w) for w in W]), rtol=1e-11, atol=1e-14)
 
 
-def test_fused_gradient_and_soi_match_separate_passes():
+def test_fused_newton_pass_matches_separate_passes():
     rng = np.random.default_rng(6)
     Z = rng.standard_normal((2500, 30))
     p = LogisticProblem(Z / np.linalg.norm(Z, axis=1, keepdims=True))
     w = rng.standard_normal(30)
-    m = p.margins(w)
     for kind in ("hessian", "qu"):
-        g, H = p.grad_and_soi_from_margins(m, kind)
+        m, g, H = p.newton_pass(w, kind)
+        np.testing.assert_allclose(m, p.margins(w), rtol=1e-13, atol=1e-15)
         np.testing.assert_allclose(g, p.grad(w), rtol=1e-11, atol=1e-15)
-        np.testing.assert_allclose(H, p.soi_from_margins(m, kind), rtol=1e-11, atol=1e-15)
+        np.testing.assert_allclose(H, p.soi_from_margins(p.margins(w), kind), rtol=1e-11, atol=1e-15)
         assert np.array_equal(H, H.T)

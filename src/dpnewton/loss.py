@@ -172,48 +172,59 @@ class LogisticProblem:
         return self.grad_from_margins(self.margins(w, rows), rows)
 
     # ---- second-order information -----------------------------------------------------------
-    def _gram_pass(self, coef: np.ndarray, rows=None, grad_weights: np.ndarray | None = None):
-        """sum_i coef_i z_i z_i^T (and, if given, -sum_i grad_weights_i z_i) in one blocked pass.
+    def _gram_pass(self, rows=None, coef: np.ndarray | None = None, w: np.ndarray | None = None,
+                   kind: str | None = None):
+        """One blocked pass: sum_i c_i z_i z_i^T, plus (given w) the margins and gradient sum.
 
-        Each block is scaled by sqrt(coef) into a small reused buffer and accumulated with SYRK
-        (upper triangle), so the pass holds no copy of the data matrix.
+        With ``coef`` the weights are given. With ``w`` and ``kind`` each block's margins
+        m_b = Z_b w are computed in the pass, c = SOI coefficient of m_b, and -Z_b^T sigma(-m_b)
+        is accumulated while the block is in cache. Each block is scaled by sqrt(c) into a small
+        reused buffer and accumulated with SYRK (upper triangle), so no copy of Z is made.
+        Returns (gram, gradient sum or None, margins or None).
         """
         Zr = self.rows(rows)
         count, d = Zr.shape
         block = row_block(d)
         if self._work is None:
             self._work = np.empty((block, d))
-        root = np.sqrt(coef)
         upper = np.zeros((d, d), order="F")
-        g = np.zeros(d) if grad_weights is not None else None
+        fused = w is not None
+        g = np.zeros(d) if fused else None
+        m = np.empty(count) if fused else None
+        soi_coefficient = SOI_COEFFICIENTS[kind] if fused else None
         for a in range(0, count, block):
             Zb = Zr[a:a + block]
             scaled = self._work[:Zb.shape[0]]
-            if g is not None:
-                g -= Zb.T @ grad_weights[a:a + block]
-            np.multiply(Zb, root[a:a + block, None], out=scaled)
+            if fused:
+                m_b = m[a:a + block]
+                np.dot(Zb, w, out=m_b)
+                g -= Zb.T @ special.expit(-m_b)
+                root = np.sqrt(soi_coefficient(m_b))
+            else:
+                root = np.sqrt(coef[a:a + block])
+            np.multiply(Zb, root[:, None], out=scaled)
             upper = blas.dsyrk(1.0, scaled.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
         gram = np.triu(upper) + np.triu(upper, 1).T
-        return gram, g
+        return gram, g, m
 
     def weighted_gram(self, coef: np.ndarray, rows=None) -> np.ndarray:
         """(1/|B|) Z_B^T diag(coef) Z_B for coef >= 0 (blocked SYRK, see :meth:`_gram_pass`)."""
         count = self.rows(rows).shape[0]
         if count == 0:
             return np.zeros((self.d, self.d))
-        return self._gram_pass(coef, rows)[0] / count
+        return self._gram_pass(rows, coef=coef)[0] / count
 
     def soi_from_margins(self, m: np.ndarray, kind: str, rows=None) -> np.ndarray:
         if kind not in SOI_COEFFICIENTS:
             raise ValueError(f"soi={kind!r} is unknown; choose 'hessian' or 'qu'")
         return self.weighted_gram(SOI_COEFFICIENTS[kind](m), rows)
 
-    def grad_and_soi_from_margins(self, m: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
-        """(gradient, SOI) of the full data at margins m in one fused pass over Z."""
+    def newton_pass(self, w: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(margins Z w, gradient, SOI) of the full data at w in one fused pass over Z."""
         if kind not in SOI_COEFFICIENTS:
             raise ValueError(f"soi={kind!r} is unknown; choose 'hessian' or 'qu'")
-        gram, g = self._gram_pass(SOI_COEFFICIENTS[kind](m), None, special.expit(-m))
-        return g / self.n, gram / self.n
+        gram, g, m = self._gram_pass(None, w=w, kind=kind)
+        return m, g / self.n, gram / self.n
 
     def hessian(self, w: np.ndarray, rows=None) -> np.ndarray:
         return self.soi_from_margins(self.margins(w, rows), "hessian", rows)

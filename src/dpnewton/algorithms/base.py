@@ -84,14 +84,19 @@ StepFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
 
 def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, reset: bool = False,
-                   diagnostics: dict | None = None, full_margins: bool = True) -> RunResult:
-    """Run T updates of one run: ``w_{t+1} = step(w_t, m_t, t)`` with margins m_t = Z w_t.
+                   diagnostics: dict | None = None, margins: str = "before") -> RunResult:
+    """Run T updates of one run: ``w_{t+1} = step(w_t, m_t, t)``.
 
-    With ``full_margins`` (full-batch methods) the margins of w_t are computed inside the timed
-    region (the update needs them) and then reused, untimed, for the excess loss of w_t. Minibatch
-    methods pass ``full_margins=False``: their step gets ``m_t = None`` and touches only its batch
-    rows, and the margins for the loss are computed outside the timer.
+    ``margins`` says where the margins m_t = Z w_t come from; they are computed (timed) when the
+    update needs them and reused, untimed, for the excess loss of w_t:
+
+    * ``"before"``: computed here and passed to the step;
+    * ``"step"``: the step computes them in its own fused pass and returns ``(w_{t+1}, m_t)``;
+    * ``"none"``: minibatch steps touch only their batch rows (they get ``m_t = None``); the
+      margins for the loss are computed outside the timer.
     """
+    if margins not in ("before", "step", "none"):
+        raise ValueError(f"margins={margins!r} must be 'before', 'step' or 'none'")
     T = ctx.iterations
     w0 = random_unit_vector(ctx.rng, problem.d)
     cutoff = reset_cutoff(problem, w0) if reset else np.inf
@@ -104,13 +109,16 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     total = 0.0
     for t in range(T):
         start = time.perf_counter()
-        m = problem.margins(w) if full_margins else None
-        w_next = step(w, m, t)
+        if margins == "step":
+            w_next, m = step(w, None, t)
+        else:
+            m = problem.margins(w) if margins == "before" else None
+            w_next = step(w, m, t)
         if np.linalg.norm(w_next) > cutoff:
             w_next = w0.copy()
             resets += 1
         total += time.perf_counter() - start
-        losses[t] = problem.loss_from_margins(m if full_margins else problem.margins(w))
+        losses[t] = problem.loss_from_margins(problem.margins(w) if m is None else m)
         elapsed[t + 1] = total
         w = w_next
     losses[T] = problem.loss(w)

@@ -56,8 +56,8 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
         rho_g = cfg.grad_frac * rho_t
         rho_h = rho_t - rho_g
 
-        def step(w, m, t):
-            g, H = problem.grad_and_soi_from_margins(m, "hessian")  # one fused pass over Z
+        def step(w, _m, t):
+            m, g, H = problem.newton_pass(w, "hessian")  # margins, gradient and Hessian in one pass
             g = g + cfg.reg * w
             H = H + cfg.reg * eye
             s_g = ledger.charge(t, "gradient", 1.0 / n, rho_g)
@@ -78,7 +78,7 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
                             + 0.5 * cfg.reg * (wn2 - 2 * e * wp + e * e * pp))
 
                 eta = armijo_step(phi, phi(0.0), float(p @ g))
-            return w - eta * p
+            return w - eta * p, m
 
-        results.append(iterate_single(problem, ctx, step, reset=cfg.reset))
+        results.append(iterate_single(problem, ctx, step, reset=cfg.reset, margins="step"))
     return results

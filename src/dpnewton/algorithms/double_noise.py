@@ -101,8 +101,8 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
         rho_dir = rho_h - rho_tr
         lambdas: list[float] = []
 
-        def step(w, m, t):
-            g, H = problem.grad_and_soi_from_margins(m, cfg.soi)  # one fused pass over Z
+        def step(w, _m, t):
+            m, g, H = problem.newton_pass(w, cfg.soi)  # margins, gradient and SOI in one pass
             s_g = ledger.charge(t, "gradient", 1.0 / n, rho_g)
             g_noisy = g + cfg.reg * w + s_g * rng.standard_normal(d)
             if cfg.lambda_mode == "adaptive":
@@ -115,9 +115,9 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
             direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
             sens = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, n, cfg.modification)
             s_dir = ledger.charge(t, "direction", sens, rho_dir)
-            return w - direction + s_dir * rng.standard_normal(d)
+            return w - direction + s_dir * rng.standard_normal(d), m
 
-        res = iterate_single(problem, ctx, step, reset=cfg.reset)
+        res = iterate_single(problem, ctx, step, reset=cfg.reset, margins="step")
         res.diagnostics["lambda"] = lambdas
         results.append(res)
     return results

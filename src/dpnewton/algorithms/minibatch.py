@@ -117,7 +117,7 @@ def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdCon
             ctx.ledger.mark_nonprivate(f"noise multiplier fixed by hand to {z!r} (not calibrated)")
         rng = ctx.rng
         res = iterate_single(problem, ctx, lambda w, _m, t: dp_sgd_step(problem, w, rng, b, z, cfg.step),
-                             full_margins=False)
+                             margins="none")
         res.diagnostics.update({"noise_multiplier": z, "batch_size": b})
         results.append(res)
     return results
@@ -204,7 +204,7 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
             sizes.append((kg, kh))
             return w_next
 
-        res = iterate_single(problem, ctx, step, full_margins=False)
+        res = iterate_single(problem, ctx, step, margins="none")
         res.diagnostics.update({"noise_multipliers": (z_g, z_h), "batch_grad": b_g, "batch_hess": b_h,
                                 "lambda": effective_lambda(cfg.lambda0, b_h, cfg.modification),
                                 "realised_batches": sizes})
