@@ -14,7 +14,7 @@ Both SOIs are sums of PSD rank-one terms with eigenvalue <= 1/4 (Remark 5.3), wh
 sensitivities used in the optimizers. Every function takes an optional index array ``rows`` (a
 minibatch); the mean is then over those rows.
 
-Passes over Z are made one block of rows at a time (:func:`row_block`, sized to stay in the L2
+Passes over Z are made one block of rows at a time (:func:`row_block`, sized to stay in cache
 cache). For a stack of runs each run gets its own matrix-vector product per block, so a run's
 bits never depend on how many runs share the batch, while the block of Z is read from memory once
 for all of them. The Newton methods fuse the gradient and the SOI into one such pass.
@@ -26,16 +26,20 @@ import numpy as np
 from scipy import special
 from scipy.linalg import blas
 
-L2_BLOCK_BYTES = 1 << 18
+FIRST_ORDER_BLOCK_BYTES = 1 << 18
+"""Block size of the stacked first-order pass: every run of a batch re-reads the block from cache."""
+GRAM_BLOCK_BYTES = 1 << 20
+"""Block size of the Gram (SOI) pass: larger blocks make each SYRK call more efficient."""
 
 
-def row_block(d: int) -> int:
-    """Rows per block of a pass over Z: about 256 KiB of float64, between 128 and 4096 rows.
+def row_block(d: int, block_bytes: int = FIRST_ORDER_BLOCK_BYTES) -> int:
+    """Rows per block of a pass over Z: about ``block_bytes`` of float64, 128 to 8192 rows.
 
-    Fixed per d, so the summation order of every product (and hence every bit) is a property
-    of the data shape, not of the batch.
+    Fixed per (d, pass), so the summation order of every product (and hence every bit) is a
+    property of the data shape, not of the batch. Block sizes were chosen by measurement
+    (benchmarks/README.md).
     """
-    return int(min(4096, max(128, L2_BLOCK_BYTES // (8 * d))))
+    return int(min(8192, max(128, block_bytes // (8 * d))))
 
 
 def qu_coefficient(m: np.ndarray) -> np.ndarray:
@@ -184,7 +188,7 @@ class LogisticProblem:
         """
         Zr = self.rows(rows)
         count, d = Zr.shape
-        block = row_block(d)
+        block = row_block(d, GRAM_BLOCK_BYTES)
         if self._work is None:
             self._work = np.empty((block, d))
         upper = np.zeros((d, d), order="F")
