@@ -14,8 +14,8 @@ Both SOIs are sums of PSD rank-one terms with eigenvalue <= 1/4 (Remark 5.3), wh
 sensitivities used in the optimizers. Every function takes an optional index array ``rows`` (a
 minibatch); the mean is then over those rows.
 
-Passes over Z are made one block of rows at a time (:func:`row_block`, sized to stay in cache
-cache). For a stack of runs each run gets its own matrix-vector product per block, so a run's
+Passes over Z are made one block of rows at a time (:func:`row_block`, sized to stay in cache).
+For a stack of runs each run gets its own matrix-vector product per block, so a run's
 bits never depend on how many runs share the batch, while the block of Z is read from memory once
 for all of them. The Newton methods fuse the gradient and the SOI into one such pass.
 """
