@@ -38,6 +38,7 @@ rule aggregate:
         conversion=PRIMARY,
     message:
         "Aggregating the run rows into tables"
+    localrule: True
     conda:
         "../../envs/dpnewton.yaml"
     script:

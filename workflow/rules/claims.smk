@@ -27,6 +27,7 @@ rule claims:
         protocol=PROTOCOL,
     message:
         "Checking the paper's claims"
+    localrule: True
     conda:
         "../../envs/dpnewton.yaml"
     script:

@@ -24,6 +24,7 @@ rule fig1_runtime:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 1: excess loss vs wall time"
+    localrule: True
     conda:
         "../../envs/dpnewton.yaml"
     script:
@@ -56,6 +57,7 @@ rule fig2_privacy_utility:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 2: privacy-utility"
+    localrule: True
     conda:
         "../../envs/dpnewton.yaml"
     script:
@@ -88,6 +90,7 @@ rule fig3_convergence:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 3: convergence vs DP-GD-Oracle"
+    localrule: True
     conda:
         "../../envs/dpnewton.yaml"
     script:
@@ -120,6 +123,7 @@ rule fig4_minibatch:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 4: minibatch vs DP-SGD"
+    localrule: True
     conda:
         "../../envs/dpnewton.yaml"
     script:
@@ -152,6 +156,7 @@ rule fig5_conversions:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 5: conversions"
+    localrule: True
     conda:
         "../../envs/dpnewton.yaml"
     script:
