@@ -11,10 +11,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
+from .aop import AopConfig, run_aop
 from .base import RunContext, RunResult
+from .cubic_newton import CubicNewtonConfig, run_cubic_newton
 from .damped_newton import DampedNewtonConfig, run_damped_newton
 from .double_noise import DoubleNoiseConfig, run_double_noise
 from .gradient_descent import GradientDescentConfig, OracleConfig, run_dp_gd, run_dp_gd_oracle
+from .minibatch import MinibatchNewtonConfig, SgdConfig, run_dp_sgd, run_minibatch_newton
 
 
 def build_config(cls, hyper: dict, fixed: dict | None = None):
@@ -40,10 +43,10 @@ class AlgorithmSpec:
     nonprivate: str = ""             # the part of the protocol that is not private, if any
 
 
-def _double_noise(soi: str, modification: str):
+def runner(config_cls, run_fn, **fixed):
+    """``run(problem, contexts, hyper)`` that builds ``config_cls`` from hyper (+ fixed fields)."""
     def run(problem, contexts, hyper):
-        cfg = build_config(DoubleNoiseConfig, hyper, {"soi": soi, "modification": modification})
-        return run_double_noise(problem, contexts, cfg)
+        return run_fn(problem, contexts, build_config(config_cls, hyper, fixed))
     return run
 
 
@@ -59,19 +62,29 @@ def register(spec: AlgorithmSpec) -> AlgorithmSpec:
 
 for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
     for _mod in ("clip", "add"):
-        register(AlgorithmSpec(f"{_soi_label}-{_mod}", _double_noise(_soi, _mod),
+        register(AlgorithmSpec(f"{_soi_label}-{_mod}",
+                               runner(DoubleNoiseConfig, run_double_noise, soi=_soi, modification=_mod),
                                f"double-noise Newton, {_soi} SOI, {_mod} modification (Algorithm 3)"))
+        register(AlgorithmSpec(f"minibatch-{_soi_label}-{_mod}",
+                               runner(MinibatchNewtonConfig, run_minibatch_newton, soi=_soi, modification=_mod),
+                               f"minibatch double-noise Newton, {_soi} SOI, {_mod}, fixed lambda, "
+                               "Poisson batches, RDP-calibrated noise"))
 
-register(AlgorithmSpec("dp-gd", lambda p, c, h: run_dp_gd(p, c, build_config(GradientDescentConfig, h)),
-                       "DP-GD with step 1/L1 = 4", batched=True))
-register(AlgorithmSpec("dp-gd-oracle",
-                       lambda p, c, h: run_dp_gd_oracle(p, c, build_config(OracleConfig, h)),
+register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
+                       batched=True))
+register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", batched=True,
                        nonprivate="line-search step size"))
-register(AlgorithmSpec("damped-newton",
-                       lambda p, c, h: run_damped_newton(p, c, build_config(DampedNewtonConfig, h)),
+register(AlgorithmSpec("damped-newton", runner(DampedNewtonConfig, run_damped_newton),
                        "damped private Newton of [Medina21]",
                        nonprivate="damped step size log(1+beta)/beta from the exact Hessian"))
+register(AlgorithmSpec("dp-sgd", runner(SgdConfig, run_dp_sgd),
+                       "DP-SGD, Poisson batches, step 4, RDP-calibrated noise multiplier"))
+register(AlgorithmSpec("aop", runner(AopConfig, run_aop),
+                       "approximate objective perturbation (Iyengar et al. 2019) on Z; T is ignored",
+                       iterative=False))
+register(AlgorithmSpec("cubic-newton", runner(CubicNewtonConfig, run_cubic_newton),
+                       "private cubic-regularised Newton (Algorithms 1-2) on l2-regularised loss over a ball"))
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
@@ -81,32 +94,4 @@ def get_algorithm(name: str) -> AlgorithmSpec:
 
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "RunContext", "RunResult", "get_algorithm", "register",
-           "build_config"]
-
-
-# ---- issue 3: minibatch methods (accountant-calibrated), AOP, private cubic Newton ------------
-from .aop import AopConfig, run_aop  # noqa: E402
-from .cubic_newton import CubicNewtonConfig, run_cubic_newton  # noqa: E402
-from .minibatch import MinibatchNewtonConfig, SgdConfig, run_dp_sgd, run_minibatch_newton  # noqa: E402
-
-
-def _minibatch_newton(soi: str, modification: str):
-    def run(problem, contexts, hyper):
-        cfg = build_config(MinibatchNewtonConfig, hyper, {"soi": soi, "modification": modification})
-        return run_minibatch_newton(problem, contexts, cfg)
-    return run
-
-
-for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
-    for _mod in ("clip", "add"):
-        register(AlgorithmSpec(f"minibatch-{_soi_label}-{_mod}", _minibatch_newton(_soi, _mod),
-                               f"minibatch double-noise Newton, {_soi} SOI, {_mod}, fixed lambda, "
-                               "Poisson batches, RDP-calibrated noise"))
-register(AlgorithmSpec("dp-sgd", lambda p, c, h: run_dp_sgd(p, c, build_config(SgdConfig, h)),
-                       "DP-SGD, Poisson batches, step 4, RDP-calibrated noise multiplier"))
-register(AlgorithmSpec("aop", lambda p, c, h: run_aop(p, c, build_config(AopConfig, h)),
-                       "approximate objective perturbation (Iyengar et al. 2019) on Z; T is ignored",
-                       iterative=False))
-register(AlgorithmSpec("cubic-newton",
-                       lambda p, c, h: run_cubic_newton(p, c, build_config(CubicNewtonConfig, h)),
-                       "private cubic-regularised Newton (Algorithms 1-2) on l2-regularised loss over a ball"))
+           "build_config", "runner"]
