@@ -41,10 +41,13 @@ def test_best_t_argmin_ties_and_edges():
         ("s", "b", 1.0, 1): [1.0, 1.0], ("s", "b", 1.0, 2): [1.0, 1.0], ("s", "b", 1.0, 4): [5.0, 5.0],
         ("s", "c", 1.0, 1): [5.0, 5.0], ("s", "c", 1.0, 2): [4.0, 4.0], ("s", "c", 1.0, 4): [0.5, 0.7],
         ("s", "d", 1.0, 1): [0.2, 0.4],
+        ("s", "e", 1.0, 10): [0.1, 0.1], ("s", "e", 1.0, 30): [0.2, 0.2],
     })
     best = agg.best_t(agg.summarize(runs)).set_index("algorithm")
     assert best.loc["a", "best_T"] == 2 and not best.loc["a", "at_edge"] and best.loc["a", "edge"] == ""
-    assert best.loc["b", "best_T"] == 1 and best.loc["b", "edge"] == "low"      # tie -> smaller T
+    assert best.loc["b", "best_T"] == 1 and best.loc["b", "edge"] == "min"      # tie -> smaller T
+    assert not best.loc["b", "at_edge"]                                         # no T below 1 exists
+    assert best.loc["e", "best_T"] == 10 and best.loc["e", "edge"] == "low" and best.loc["e", "at_edge"]
     assert best.loc["c", "best_T"] == 4 and best.loc["c", "edge"] == "high"
     assert best.loc["c", "excess_loss_mean"] == pytest.approx(0.6)
     assert best.loc["c", "runtime_s_mean"] == pytest.approx((0.04 + 0.08) / 2)
@@ -187,8 +190,12 @@ def test_grid_extension_rule():
     ext = {"factor": 2, "max_iterations": 40}
     assert next_extension(rows({10: 0.5, 20: 0.3}), [10, 20], ext) == [40]
     assert next_extension(rows({10: 0.5, 20: 0.3, 40: 0.2}), [10, 20, 40], ext) == []       # cap reached
-    assert next_extension(rows({10: 0.2, 20: 0.3}), [10, 20], ext) == []                    # interior/low edge
-    assert next_extension(rows({10: 0.5, 20: float("nan")}), [10, 20], ext) == []           # non-finite never wins
+    assert next_extension(rows({10: 0.2, 20: 0.3}), [10, 20], ext) == [5]                   # low edge: down
+    assert next_extension(rows({3: 0.2, 6: 0.3}), [3, 6], ext) == [1]
+    assert next_extension(rows({1: 0.2, 2: 0.3}), [1, 2], ext) == []                        # T = 1: the floor
+    assert next_extension(rows({5: 0.4, 10: 0.2, 20: 0.3}), [10, 20, 5], ext) == []         # interior
+    assert next_extension(rows({5: 0.6, 10: 0.5, 20: float("nan")}), [5, 10, 20], ext) == []  # non-finite never wins
+    assert next_extension(rows({10: float("nan"), 20: float("inf")}), [10, 20], ext) == []
     assert next_extension(rows({10: 0.5, 20: 0.3}), [10, 20], None) == []
     assert next_extension(rows({1: 0.5}), [1], ext) == []                                   # one-shot methods
 

@@ -8,8 +8,10 @@ All functions take and return pandas frames so they can be unit-tested on hand-m
 * Best T per (dataset, algorithm, conversion, epsilon) = argmin over the T grid of the mean
   last-iterate excess loss over seeds; ties go to the smaller T; non-finite means never win.
   This uses the excess loss itself, so it is *non-private* tuning (as in the paper).
-* ``at_edge`` flags a best T equal to the smallest or largest grid value (grids with more than
-  one value only): the grid may be too narrow there.
+* ``edge`` is ``high`` for a best T equal to the largest grid value and ``low`` for the smallest
+  one when it is above 1 (grids with more than one value only); ``at_edge`` flags both: the grid
+  may be too narrow there. A best T = 1 at the bottom of the grid is ``min`` and not an edge:
+  no smaller T exists.
 """
 
 from __future__ import annotations
@@ -132,8 +134,9 @@ def best_t(summary: pd.DataFrame) -> pd.DataFrame:
         T = int(best["iterations"])
         edge = ""
         if len(grid) > 1:
-            edge = "low" if T == grid.min() else "high" if T == grid.max() else ""
-        rec = {**base, "best_T": T, "at_edge": bool(edge), "edge": edge, "all_nonfinite": False}
+            edge = ("high" if T == grid.max() else "low" if T == grid.min() and T > 1
+                    else "min" if T == grid.min() else "")
+        rec = {**base, "best_T": T, "at_edge": edge in ("low", "high"), "edge": edge, "all_nonfinite": False}
         for col in best.index:
             if col not in GROUP and col != "iterations":
                 rec[col] = best[col]
@@ -227,7 +230,8 @@ def edges_markdown(best: pd.DataFrame) -> str:
     e = best[best["at_edge"]]
     lines = ["# Best T at a grid edge", "",
              f"{len(e)} of {len(best)} (dataset, algorithm, conversion, epsilon) cells select the smallest "
-             "('low') or largest ('high') T of their grid; widen the grid there.", ""]
+             "('low', above T = 1) or largest ('high') T of their grid; widen the grid there. A best T = 1 is "
+             "not an edge (no smaller T exists).", ""]
     if len(e):
         lines += ["| dataset | algorithm | conversion | epsilon | best T | edge | grid |", "|---|---|---|---|---|---|---|"]
         for _, r in e.iterrows():

@@ -583,8 +583,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     t1 = extra["table1"]
     if len(t1):
         L += ["", "## Table 1 cells (ratio T*_DP-GD / T*_Hess-clip at each one's best T)", "",
-              "Edge flags: `high`/`low` = best T at the top (after any grid extension, i.e. at the cap) or bottom "
-              "(T=1 / smallest T) of the grid. *accounting share* = fraction of the log gap between the paper and "
+              "Edge flags: `high` = best T at the top of the grid after every extension (i.e. at the cap), `low` = "
+              "at its bottom while above T=1. *accounting share* = fraction of the log gap between the paper and "
               "setting a that setting b (the official rho) closes (1 = all of it; > 1 overshoots the paper; <= 0 = "
               "none: at epsilon >= 1 the official rho equals bs16's).", "",
               "| dataset | eps | paper | a | a-tuned | b | c | accounting share | a: DP-GD T / loss | a: Hess-clip T / loss | verdict (a) |",
@@ -606,11 +606,12 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
         L += ["", "Covertype (paper 24.19, 19.85, 35.70, 36.20): not evaluable offline."]
     cfg = extra["configurations"]
     L += ["", "## Tuning (non-private) and configurations tried", "",
-          "Every iterative method's T grid is extended inside its job (x2, up to a declared cap) while its best "
-          "mean-over-seeds T is the largest T; a best T at T=1 (lower edge) cannot be extended and is flagged.", "",
+          "Every iterative method's T grid is extended inside its job while its best mean-over-seeds T is at an "
+          "edge: upwards (x2, up to a declared cap) from the largest T, downwards (/2, down to T=1) from the "
+          "smallest. A best T = 1 is the smallest admissible T, not an edge.", "",
           "A *cell* is (dataset, conversion, epsilon); a *configuration cell* is (configuration, cell). "
-          "Edges after extension: `high` = best T still at the cap, `low` = best T is the smallest T (often T=1 "
-          "or DP-GD's T=10 at epsilon 0.01, where the best is to barely move from w0).", "",
+          "Edges after extension: `high` = best T still at the cap, `low` = best T still the smallest T while "
+          "above 1 (only when the grid extension is off).", "",
           "| algorithm | configurations (entries) | (configuration, T) pairs tried per cell, mean | max | cells | "
           "configuration cells | with extended grid | best T still at an edge |",
           "|---|---|---|---|---|---|---|---|"]

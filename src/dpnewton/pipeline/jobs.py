@@ -118,7 +118,7 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
             break
         grid_round += 1
         grid += Ts
-        log.info("best mean-over-seeds T is the top of the grid: extending the grid with T=%s "
+        log.info("best mean-over-seeds T is at an edge of the grid: extending the grid with T=%s "
                  "(extension %d, cap %d)", Ts, grid_round, ext["max_iterations"])
     for r in rows:
         r["grid_extended"] = grid_round > 0
@@ -143,20 +143,27 @@ def best_mean_t(rows: list[dict]) -> tuple[int | None, list[int]]:
 
 
 def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[int]:
-    """New T values to run when the best mean-over-seeds T is the largest of the grid so far.
+    """New T values to run when the best mean-over-seeds T is at an edge of the grid so far.
 
-    The grid grows geometrically (largest T x ``factor``) while that stays <= ``max_iterations``;
-    [] when there is nothing to extend (interior best T, all means non-finite, or the cap reached).
-    A best T at the *lower* edge is never extended (it is flagged by the aggregation instead).
+    Upwards: the largest T x ``factor`` while that stays <= ``max_iterations``. Downwards: the
+    smallest T // ``factor`` (at least 1) while the smallest T is above 1, so that a best T at the
+    bottom of a grid such as DP-GD's {10, 30, ...} is made interior or reaches T = 1, the smallest
+    admissible T. [] when there is nothing to extend (interior best T, all means non-finite, the cap
+    or T = 1 reached).
     """
     if not ext or len(grid) < 2:
         return []
     best, seen = best_mean_t(rows)
-    top = max(seen)
-    if best is None or best != top:
+    if best is None:
         return []
-    nxt = int(top * int(ext.get("factor", 2)))
-    return [nxt] if nxt <= int(ext["max_iterations"]) and nxt not in seen else []
+    factor = int(ext.get("factor", 2))
+    if best == max(seen):
+        nxt = int(best * factor)
+        return [nxt] if nxt <= int(ext["max_iterations"]) and nxt not in seen else []
+    if best == min(seen) and best > 1:
+        nxt = max(1, best // factor)
+        return [nxt] if nxt not in seen else []
+    return []
 
 
 def _delta(spec: dict, n: int) -> float:
