@@ -35,6 +35,7 @@ SECTIONS = [
     ("table1_retime", "3c. Table 1 best-T runs re-timed together with the current core (incl. a gemv DP-GD)"),
     ("memory", "4. Peak memory"),
     ("pipeline", "5. End-to-end pipeline"),
+    ("pipeline_claims", "5b. Where a large run's time goes: per-job phases of the claims config"),
     ("history", "6. History: the old core (lane-padded gemm) and the proposals now applied"),
 ]
 
@@ -223,7 +224,8 @@ def write_readme() -> None:
         if sec.exists():
             envf = RESULTS_DIR / f"{name}.env.json"
             when = json.loads(envf.read_text())["date_utc"] if envf.exists() else "?"
-            script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b"}.get(
+            script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b",
+                      "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml"}.get(
                 name, f"{name}.py")
             origin = (f"_Hand-written note (no script), {when}._" if name == "history"
                       else f"_Script `python benchmarks/{script}`, run {when}._")

@@ -18,6 +18,15 @@ the critical path), and ``1 - update time / sum(run-job wall)`` (per-job overhea
 start, imports, data loading, untimed loss evaluation, writing).
 
     python benchmarks/pipeline.py [--config config/config.yaml] [--cores 2] [--timeout 1500] [--keep]
+
+``--analyze RUN_DIR`` instead reads a finished run (its ``.snakemake/metadata``, ``logs/runs`` and
+``results/runs``; e.g. a claims run) and splits every run job's wall time into phases from the
+job's own log timestamps: *start* (Snakemake spawn, interpreter start, imports: metadata start ->
+job t0), *load* (data, optimum, provenance: t0 -> first log line), *compute* (the
+``run_algorithm`` calls incl. the per-iterate loss evaluation, summed from the per-seed progress
+lines), *assemble/write* (records, CSV/parquet) and *exit*. Workflow overhead = everything but
+compute, plus the capacity the scheduler left idle (cores x wall - sum of job wall). Writes section
+``pipeline_claims`` (``--tag`` changes the name).
 """
 
 from __future__ import annotations
@@ -27,12 +36,14 @@ import base64
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import common
@@ -78,13 +89,113 @@ def update_time(work: Path) -> tuple[float, int]:
     return total, rows
 
 
+LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO (.*)$")
+PROGRESS = re.compile(r"progress \d+/\d+ seeds done \(\d+ runs, ([0-9.]+)s\)")
+DONE = re.compile(r"job done: \d+ rows in ([0-9.]+)s")
+
+
+def job_phases(log: Path, start: float, end: float) -> dict | None:
+    """Phases (seconds) of one run job from its log (see the module docstring); None if incomplete."""
+    first = done_ts = since_t0 = None
+    compute = 0.0
+    for line in log.read_text(errors="replace").splitlines():
+        m = LOG_TS.match(line)
+        if not m:
+            continue
+        ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        first = ts if first is None else first
+        if (p := PROGRESS.search(m.group(2))):
+            compute += float(p.group(1))
+        if (d := DONE.search(m.group(2))):
+            done_ts, since_t0 = ts, float(d.group(1))
+    if first is None or done_ts is None:
+        return None
+    t0 = done_ts - since_t0
+    return {"wall": end - start, "start": max(t0 - start, 0.0), "load": max(first - t0, 0.0), "compute": compute,
+            "assemble_write": max(done_ts - first - compute, 0.0), "exit": max(end - done_ts, 0.0)}
+
+
+def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
+    """Per-phase time split of a finished run (``--analyze``)."""
+    jobs = job_times(run_dir)
+    if not jobs:
+        raise SystemExit(f"{run_dir}: no .snakemake/metadata with start/end times")
+    wall = max(j["end"] for j in jobs) - min(j["start"] for j in jobs)
+    per_ds: dict[str, dict] = {}
+    total = {"dataset": "all", "jobs": 0, "missing_logs": 0}
+    keys = ("wall", "start", "load", "compute", "assemble_write", "exit", "update")
+    for j in jobs:
+        if j["rule"] != "run_job" or "results/runs/" not in j["target"]:
+            continue
+        rel = j["target"][j["target"].index("results/runs/"):]
+        if not rel.endswith(".csv"):
+            continue
+        ds = rel.split("/")[2]
+        ph = job_phases(run_dir / rel.replace("results/runs/", "logs/runs/").replace(".csv", ".log"),
+                        j["start"], j["end"])
+        row = per_ds.setdefault(ds, {"dataset": ds, "jobs": 0, "missing_logs": 0})
+        if ph is None:
+            row["missing_logs"] += 1
+            total["missing_logs"] += 1
+            continue
+        with open(run_dir / rel) as fh:
+            ph["update"] = sum(float(r["runtime_s"]) for r in csv.DictReader(fh) if r.get("runtime_s"))
+        for tgt in (row, total):
+            tgt["jobs"] += 1
+            for k in keys:
+                tgt[k + "_s"] = tgt.get(k + "_s", 0.0) + ph[k]
+    other = sum(j["end"] - j["start"] for j in jobs if j["rule"] != "run_job")
+    job_sum = sum(j["end"] - j["start"] for j in jobs)
+    rows = [per_ds[k] for k in sorted(per_ds)] + [total]
+    for r in rows:
+        w = r.get("wall_s", 0.0)
+        r["in_job_overhead_share"] = 1 - r.get("compute_s", 0.0) / w if w else float("nan")
+        r["outside_update_share"] = 1 - r.get("update_s", 0.0) / w if w else float("nan")
+    idle = max(cores * wall - job_sum, 0.0)
+    total["other_rules_s"] = other
+    total["idle_capacity_s"] = idle
+    total["workflow_overhead_share"] = ((total["wall_s"] - total["compute_s"]) + other + idle) / (cores * wall)
+    total["run_wall_s"] = wall
+    common.write_csv(f"{tag}.csv", rows)
+    cols = ["dataset", "jobs", "wall_s", "start_s", "load_s", "compute_s", "update_s", "assemble_write_s", "exit_s",
+            "in_job_overhead_share", "outside_update_share"]
+    fmt = {c: ".1f" for c in cols if c.endswith("_s")} | {"in_job_overhead_share": ".3f",
+                                                            "outside_update_share": ".3f"}
+    md = [f"Finished run in `{run_dir.name}` (config `{config}`, `--cores {cores}`): {total['jobs']} run jobs "
+          f"({total['missing_logs']} without a complete log), wall {wall / 60:.1f} min from the first job start "
+          f"to the last job end.", "",
+          "Run-job phases summed per dataset (seconds of job wall time):", "",
+          common.md_table(rows, cols, fmt), "",
+          f"Whole run: {cores} cores x {wall:.0f} s = {cores * wall:.0f} core-s of capacity; run jobs "
+          f"{total['wall_s']:.0f} s, of which compute {total['compute_s']:.0f} s; other rules (data, optimum, "
+          f"aggregate, figures, claims) {other:.0f} s; capacity left idle by the scheduler {idle:.0f} s. "
+          f"**Workflow overhead share = (run-job wall - compute + other rules + idle) / capacity = "
+          f"{total['workflow_overhead_share']:.3f}.**", "",
+          "Phases: *start* = Snakemake spawn + interpreter start + imports (metadata start -> job t0); *load* = "
+          "data, optimum and provenance; *compute* = the `run_algorithm` calls, incl. the per-iterate loss "
+          "evaluation the curves and best-T selection need (*update* = the timed update steps only, "
+          "`runtime_s`); *assemble_write* = result records, CSV and parquet; *exit* = after the last log "
+          "line. `in_job_overhead_share` = 1 - compute / wall; `outside_update_share` = 1 - update / wall "
+          "(the stricter reading that also counts the loss evaluation as overhead)."]
+    extra = common.RESULTS_DIR / f"{tag}_discussion.md"
+    if extra.exists():
+        md += ["", extra.read_text()]
+    common.write_section(tag, "\n".join(md))
+    print(total)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default="config/config.yaml")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=1500.0, help="give up after this many seconds")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--analyze", type=Path, help="analyze this finished run directory instead of running")
+    ap.add_argument("--tag", default="pipeline_claims", help="section/CSV name for --analyze")
     args = ap.parse_args()
+    if args.analyze:
+        analyze(args.analyze, args.config, args.cores, args.tag)
+        return
     repo = common.REPO_DIR
     if not (repo / "Snakefile").exists() or not (repo / "workflow").is_dir():
         common.write_section("pipeline", "Not timed: no Snakefile/workflow in the repository yet.")

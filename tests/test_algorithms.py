@@ -208,3 +208,37 @@ def test_fixed_clip_lambda_must_exceed_quarter_over_n(toy_problem):
     with pytest.raises(ValueError, match="lambda0"):
         run_algorithm(toy_problem, "toy", "hess-clip", 1.0, [0], [1],
                       hyper={"lambda_mode": "fixed", "lambda0": 0.1 / toy_problem.n})
+
+
+def test_armijo_bisection_matches_the_official_linear_scan():
+    """armijo_step (bisection) returns exactly the official scan's step on convex line functions,
+    with O(log K) evaluations; including slopes <= 0 (no step passes)."""
+    from dpnewton.algorithms.gradient_descent import armijo_step
+
+    def scan(phi, phi0, slope):
+        t = 100.0
+        while t >= 1e-6:
+            if phi(t) < phi0 - 0.4 * t * slope:
+                return t
+            t *= 0.95
+        return t
+
+    rng = np.random.default_rng(0)
+    interior = 0
+    for _ in range(200):
+        m, z = rng.standard_normal(50) * 3, rng.standard_normal(50) * rng.uniform(0.01, 5)
+        reg = rng.uniform(0, 1e-2)
+
+        def phi(t, m=m, z=z, reg=reg):
+            calls.append(t)
+            return float(np.logaddexp(0.0, -(m - t * z)).mean()) + 0.5 * reg * t * t
+
+        slope = -float(np.mean(z / (1 + np.exp(m)))) * rng.choice([1.0, -1.0, 0.0])  # = -phi'(0) or not
+        calls = []
+        expected = scan(phi, phi(0.0), slope)
+        n_scan = len(calls)
+        calls = []
+        assert armijo_step(phi, phi(0.0), slope) == expected
+        assert len(calls) <= 12  # phi(0) + 2 end checks + ceil(log2 360) bisection steps
+        interior += 1e-6 <= expected < 100.0 and n_scan > 12
+    assert interior >= 50  # the comparison covers steps the scan needed many evaluations for
