@@ -2,7 +2,7 @@
 
 The full audit (10^4 trials per side) is ``python benchmarks/privacy_audit.py``; here a few
 mechanisms run with 2000-5000 trials per side: correct ones must stay at or below the claimed
-epsilon, broken ones (ledger subclasses with too little noise) must exceed it.
+epsilon, broken ones (too little noise) must exceed it - the audit must have power (issue 6).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from scipy import stats
 
 from dpnewton.audit import audit_mechanism, clopper_pearson_interval, epsilon_lower_bound, threshold_audit
 from dpnewton.audit.bounds import clopper_pearson_lower, clopper_pearson_upper
-from dpnewton.audit.mechanisms import HalfNoiseLedger, PinnedStartRng, WrongSensitivityLedger
+from dpnewton.audit.mechanisms import HalfNoiseLedger, PinnedStartRng, TenthNoiseLedger, WrongSensitivityLedger
 from dpnewton.cli import main
 from dpnewton.privacy import PrivacyLedger
 
@@ -69,12 +69,16 @@ def test_threshold_audit_on_exact_gaussians():
 
 # ---- audit plumbing ----------------------------------------------------------------------------
 def test_broken_ledgers_only_change_the_returned_sigma():
-    ok, half, wrong = PrivacyLedger(1.0), HalfNoiseLedger(1.0), WrongSensitivityLedger(1.0)
+    ok, half = PrivacyLedger(1.0), HalfNoiseLedger(1.0)
+    wrong, tenth = WrongSensitivityLedger(1.0), TenthNoiseLedger(1.0)
     s = ok.charge(0, "gradient", 0.1, 0.5)
     assert half.charge(0, "gradient", 0.1, 0.5) == pytest.approx(s / 2)
     assert wrong.charge(0, "gradient", 0.1, 0.5) == pytest.approx(s / 4)
     assert wrong.charge(0, "trace", 0.1, 0.5) == pytest.approx(s)      # other releases untouched
+    assert tenth.charge(0, "trace", 0.1, 0.5) == pytest.approx(s / 10)
     assert half.spent_rho == pytest.approx(0.5) and wrong.spent_rho == pytest.approx(1.0)
+    # the entries are those of the production ledger; only the returned sigma differs
+    assert wrong.entries[0] == ok.entries[0] and tenth.returned == [pytest.approx(s / 10)]
 
 
 def test_pinned_rng_pins_the_start_and_records_draws():
@@ -219,6 +223,7 @@ def test_accountant_broken_variants_are_hand_set_multipliers():
     assert _accountant_hyper(mech, pair.D, EPS, pair.delta, "half-noise")["noise_multiplier"] == pytest.approx(z / 2)
     assert _accountant_hyper(mech, pair.D, EPS, pair.delta, "wrong-sensitivity")["noise_multiplier"] == \
         pytest.approx(z / 4)
+    assert _accountant_hyper(mech, pair.D, EPS, pair.delta, "tenth-noise")["noise_multiplier"] == pytest.approx(z / 10)
 
 
 @pytest.mark.parametrize("name,patched", [("aop", "aop_parameters"), ("cubic-newton", "dp_cubic_solver")])
@@ -236,6 +241,60 @@ def test_patched_noise_is_scoped_and_correct_runs_within_claim(name, patched):
         if name == "aop":
             ref = original(3.0, 1e-4, 50, 1e-4)
             assert module.aop_parameters(3.0, 1e-4, 50, 1e-4)["sigma_obj"] == pytest.approx(ref["sigma_obj"] / 2)
+    if name == "aop":
+        with _patched_noise(mech, "tenth-noise"):
+            got = module.aop_parameters(3.0, 1e-4, 50, 1e-4)
+        assert got["sigma_obj"] == pytest.approx(ref["sigma_obj"] / 10)
+        assert got["sigma_out"] == pytest.approx(ref["sigma_out"] / 10)
     assert getattr(module, patched) is original
     rows = audit_mechanism(name, trials=300, epsilon=EPS, seed=1)
     assert all(r.epsilon_lb <= min(EPS, r.epsilon_audited_part) + 1e-12 for r in rows)
+
+
+# ---- power of the AOP and cubic Newton audits (issue 6: a broken variant must be flagged) ----------
+def test_cubic_newton_inner_releases_attain_the_sensitivity():
+    """Every inner model-gradient release moves by the opposed canary's -u/(n+1), >= 95% of the
+    stated bound (L0 + L1 D)/n at the audited diameter 0.1; the replay reproduces the output."""
+    from dpnewton.algorithms import RunContext, get_algorithm
+    from dpnewton.algorithms.cubic_newton import lipschitz_constants
+    from dpnewton.audit import canary_pair, find_mechanism
+    from dpnewton.audit.mechanisms import AuditLedger, _cubic_inner_releases
+    from dpnewton.seeding import RunIdentity
+
+    mech = find_mechanism("cubic-newton")
+    D = mech.hyper["diameter"]
+    pair = canary_pair(50, 2, mech.canary)
+    L0, L1, _ = lipschitz_constants(0.01, D)
+    assert (1 / 51) / ((L0 + L1 * D) / 50) > 0.95
+    base = np.random.default_rng(3)
+    for problem, shift in ((pair.D, 0.0), (pair.D_prime, -1 / 51)):
+        ctxs = [RunContext(RunIdentity("x", "cubic-newton", EPS, i, 1), EPS, pair.delta, "gdp", 0.4,
+                           AuditLedger(0.4), PinnedStartRng(base, pair.w0)) for i in range(30)]
+        W = np.stack([r.w for r in get_algorithm("cubic-newton").run(problem, ctxs, dict(mech.hyper))])
+        first, total = _cubic_inner_releases(problem, pair, mech, "none", ctxs, W)
+        for f, t, c in zip(first, total, ctxs):
+            sigma, xi_u = c.ledger.returned[0], np.array([x[0] for x in c.rng.draws])
+            assert xi_u.size == 20
+            assert t == pytest.approx(20 * shift + sigma * xi_u.sum(), abs=1e-9)
+            theta0 = pair.w0 * (D / 2)
+            g_u = problem.grad(theta0)[0] + 0.01 * theta0[0]
+            assert f == pytest.approx(g_u + sigma * xi_u[0], abs=1e-12)
+        with pytest.raises(RuntimeError, match="replay"):       # a wrong sigma does not reproduce the output
+            _cubic_inner_releases(problem, pair, mech, "half-noise", ctxs, W)
+
+
+def test_cubic_newton_correct_within_claim_and_broken_variants_flagged():
+    ok = audit_mechanism("cubic-newton", trials=2000, epsilon=EPS, seed=1)
+    assert all(r.epsilon_lb <= min(EPS, r.epsilon_audited_part) + 1e-12 for r in ok)
+    assert {r.level: r for r in ok}["inner-releases"].epsilon_lb > 1.0     # not vacuous
+    assert _lb("cubic-newton", "wrong-sensitivity", 2000, "inner-releases").epsilon_lb > EPS
+    assert _lb("cubic-newton", "half-noise", 5000, "inner-releases").epsilon_lb > EPS
+
+
+def test_aop_objective_release_rebuilt_and_tenth_noise_flagged():
+    """The perturbed minimiser is rebuilt from output and draws (checked against the BFGS tolerance
+    inside the rebuild); correct AOP stays within eps_obj, AOP with a tenth of the noise exceeds epsilon."""
+    ok = {r.level: r for r in audit_mechanism("aop", trials=2000, epsilon=EPS, seed=1)}
+    assert ok["objective-release"].epsilon_audited_part == pytest.approx(0.99 * EPS)
+    assert all(r.epsilon_lb <= r.epsilon_audited_part <= EPS for r in ok.values())
+    assert _lb("aop", "tenth-noise", 3000, "objective-release").epsilon_lb > EPS

@@ -41,7 +41,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--trials", type=int, default=10_000, help="trials per side (default 10000)")
     p.add_argument("--epsilon", type=float, default=3.0, help="claimed epsilon (default 3)")
     p.add_argument("--broken", default="none", choices=BROKEN_VARIANTS,
-                   help="inject a broken noise calibration (default none)")
+                   help="inject a broken noise calibration: every noise scale x1/2 (half-noise) or x1/10 "
+                        "(tenth-noise), or the gradient's x1/4 (wrong-sensitivity); default none")
     p.add_argument("--n", type=int, default=50, help="records in D (default 50; delta = 1/n^2)")
     p.add_argument("--d", type=int, default=2, help="dimension (default 2)")
     p.add_argument("--seed", type=int, default=0)

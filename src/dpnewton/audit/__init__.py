@@ -5,8 +5,9 @@ AOP, cubic Newton and an SOI canary for the trace release).
 many times per side (:mod:`.mechanisms`), applies a threshold distinguisher chosen on half of the
 trials (:mod:`.distinguisher`) and turns its error rates on the other half into a 95%
 Clopper-Pearson lower bound on epsilon (:mod:`.bounds`). A correct mechanism must give a lower
-bound <= its claimed epsilon; a deliberately broken one (``half-noise``, ``wrong-sensitivity``)
-should exceed it.
+bound <= its claimed epsilon; a deliberately broken one (``half-noise``, ``wrong-sensitivity``,
+``tenth-noise``) should exceed it where the canary attains the calibrated sensitivity
+(docs/privacy_audit.md states which variants are detectable per mechanism, and why not).
 """
 
 from __future__ import annotations

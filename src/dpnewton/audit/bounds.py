@@ -12,8 +12,6 @@ at level alpha/2, union bound) gives a lower bound on epsilon valid with confide
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy import stats
 
@@ -89,4 +87,4 @@ def gaussian_epsilon_at_delta(mu: float, delta: float) -> float:
 
 
 __all__ = ["clopper_pearson_upper", "clopper_pearson_lower", "clopper_pearson_interval",
-           "epsilon_lower_bound", "gaussian_epsilon_at_delta", "math"]
+           "epsilon_lower_bound", "gaussian_epsilon_at_delta"]

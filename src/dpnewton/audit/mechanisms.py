@@ -5,22 +5,23 @@ What runs is the *real* algorithm code (``get_algorithm(name).run``), fed with c
 
 * the ledger is an :class:`AuditLedger` (a :class:`~dpnewton.privacy.PrivacyLedger` that also
   remembers the sigma it handed out). For the zCDP-ledger methods the broken variants are ledger
-  subclasses that change only the noise-scaling hook ``charge``: ``half-noise`` returns sigma/2,
-  ``wrong-sensitivity`` calibrates the gradient release with the SOI bound 1/(4n) instead of 1/n
-  (i.e. sigma/4 for the gradient). Methods whose noise does not come from ``charge`` get the same
-  two variants another way (:attr:`AuditMechanism.calibration`): hand-set noise multipliers for
-  the accountant-calibrated minibatch methods, a scoped wrapper of the noise-scale function for
+  subclasses that change only the sigma ``charge`` returns, by :func:`noise_factor`: ``half-noise``
+  sigma/2, ``tenth-noise`` sigma/10 (every release), ``wrong-sensitivity`` sigma/4 for the gradient
+  (noise for the SOI bound 1/(4n) instead of 1/n). Methods whose noise does not come from ``charge``
+  get the same variants another way (:attr:`AuditMechanism.calibration`): hand-set noise multipliers
+  for the accountant-calibrated minibatch methods, a scoped wrapper of the noise-scale function for
   AOP and cubic Newton. No production code path is modified;
 * the random generator is a :class:`PinnedStartRng`: it returns a fixed starting point for the
   first draw (``random_unit_vector``) so every trial starts at the same w0, then serves - and
   records - the run's Gaussian and uniform draws from one shared generator.
 
 Canary pairs (:func:`canary_pair`): ``opposed`` (the default: D = n records z_i = -u, D' = D + z_c
-= +u; the mean gradient moves by exactly u/(n+1) at *every* w, the largest change a record can make
-under the add/remove relation with the code's normalisation; both SOIs are unchanged, so the
-SOI-based releases carry no signal), ``zero`` (zero records + the canary: for Poisson-subsampled
-sums) and ``zero-orthogonal`` (zero records + a canary orthogonal to the start: it changes the
-SOI's trace by the trace sensitivity, exciting the trace release of double-noise Newton).
+= +u; the mean gradient moves by exactly u/(n+1) at *every* w, i.e. by |grad l(w; z_c) - mean_D|
+= 1 = L over n+1 (two records at an angle can exceed this slightly at ||w|| = 1 and more at larger
+||w||); both SOIs are unchanged, so the SOI-based releases carry no signal), ``zero`` (zero records
++ the canary: for Poisson-subsampled sums) and ``zero-orthogonal`` (zero records + a canary
+orthogonal to the start: it changes the SOI's trace by the trace sensitivity, exciting the trace
+release of double-noise Newton).
 
 Audit levels (stated per row of the results table):
 
@@ -29,12 +30,15 @@ Audit levels (stated per row of the results table):
              reconstructed from the recorded draw xi and the sigma the ledger returned (minibatch:
              also from the recorded Poisson coin flips; cubic Newton: the first inner model
              gradient), statistic -<g~_0, u>. Its own budget is only a share of the run's;
-``trace-release``  the first noisy trace tr H(w0) + s_tr xi of the adaptive lambda.
+``trace-release``  the first noisy trace tr H(w0) + s_tr xi of the adaptive lambda;
+``inner-releases``  cubic Newton: all N noisy model gradients of the (single) outer step, statistic
+             the sum of their canary components minus D's model gradient (:func:`_cubic_inner_releases`);
+``objective-release``  AOP: the perturbed minimiser before the output noise, statistic <theta^, u>
+             (:func:`_aop_objective_release`), claim eps_obj.
 """
 
 from __future__ import annotations
 
-import math
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,42 +51,65 @@ from ..loss import LogisticProblem
 from ..privacy import PrivacyLedger, epsilon_to_rho, rho_to_epsilon
 from ..seeding import RunIdentity
 
-BROKEN_VARIANTS = ("none", "half-noise", "wrong-sensitivity")
+BROKEN_VARIANTS = ("none", "half-noise", "wrong-sensitivity", "tenth-noise")
+# releases whose noise is calibrated to a gradient's sensitivity (``wrong-sensitivity`` divides it by 4):
+# the ledger's "gradient", cubic Newton's inner "model-gradient", AOP's objective noise b
+GRADIENT_QUANTITIES = ("gradient", "model-gradient", "objective")
+
+
+def noise_factor(broken: str, quantity: str) -> float:
+    """Factor a broken variant applies to the noise scale of one release (1 for ``none``).
+
+    ``half-noise`` 1/2 and ``tenth-noise`` 1/10 for every release; ``wrong-sensitivity`` 1/4 for the
+    gradient-type releases (:data:`GRADIENT_QUANTITIES`: noise for the SOI bound 1/(4n) instead of
+    the gradient's 1/n, paper_spec 6), other releases untouched.
+    """
+    if broken == "wrong-sensitivity":
+        return 0.25 if quantity in GRADIENT_QUANTITIES else 1.0
+    factors = {"none": 1.0, "half-noise": 0.5, "tenth-noise": 0.1}
+    if broken not in factors:
+        raise ValueError(f"broken={broken!r} is unknown; choose one of {', '.join(BROKEN_VARIANTS)}")
+    return factors[broken]
 
 
 class AuditLedger(PrivacyLedger):
-    """The production ledger; it also keeps the sigma each ``charge`` returned (``returned``)."""
+    """The production ledger; it also keeps the sigma each ``charge`` returned (``returned``).
+
+    Subclasses set ``broken``: the entry is recorded as the production ledger does, the returned
+    sigma is scaled by :func:`noise_factor` (the only change a broken variant makes).
+    """
+
+    broken = "none"
 
     def __init__(self, budget_rho: float):
         super().__init__(budget_rho)
         self.returned: list[float] = []
 
     def charge(self, step: int, quantity: str, sensitivity: float, rho: float) -> float:
-        sigma = self._sigma(step, quantity, sensitivity, rho)
+        sigma = noise_factor(self.broken, quantity) * PrivacyLedger.charge(self, step, quantity, sensitivity, rho)
         self.returned.append(sigma)
         return sigma
-
-    def _sigma(self, step, quantity, sensitivity, rho) -> float:
-        return PrivacyLedger.charge(self, step, quantity, sensitivity, rho)
 
 
 class HalfNoiseLedger(AuditLedger):
     """Broken: every release gets half the noise it is charged for."""
 
-    def _sigma(self, step, quantity, sensitivity, rho) -> float:
-        return 0.5 * PrivacyLedger.charge(self, step, quantity, sensitivity, rho)
+    broken = "half-noise"
 
 
 class WrongSensitivityLedger(AuditLedger):
     """Broken: the gradient is calibrated with the SOI bound 1/(4n) instead of its 1/n."""
 
-    def _sigma(self, step, quantity, sensitivity, rho) -> float:
-        if quantity == "gradient":
-            sensitivity = sensitivity / 4.0
-        return PrivacyLedger.charge(self, step, quantity, sensitivity, rho)
+    broken = "wrong-sensitivity"
 
 
-LEDGERS = {"none": AuditLedger, "half-noise": HalfNoiseLedger, "wrong-sensitivity": WrongSensitivityLedger}
+class TenthNoiseLedger(AuditLedger):
+    """Broken: every release gets a tenth of the noise it is charged for."""
+
+    broken = "tenth-noise"
+
+
+LEDGERS = {cls.broken: cls for cls in (AuditLedger, HalfNoiseLedger, WrongSensitivityLedger, TenthNoiseLedger)}
 
 
 class PinnedStartRng:
@@ -132,6 +159,7 @@ class CanaryPair:
 
 
 CANARIES = ("opposed", "zero", "zero-orthogonal")
+LEVELS = ("output", "gradient-release", "trace-release", "inner-releases", "objective-release")
 
 
 def canary_pair(n: int = 50, d: int = 2, kind: str = "opposed") -> CanaryPair:
@@ -212,12 +240,17 @@ def default_mechanisms() -> list[AuditMechanism]:
         mechs.append(AuditMechanism(name, name, 1, {}, ("output", "gradient-release"),
                                     "T=1, Poisson q = 5/51 for gradient and SOI batches, RDP-calibrated pair",
                                     canary="zero", calibration="accountant"))
-    mechs.append(AuditMechanism("aop", "aop", 1, {}, ("output",),
+    # AOP: the output noise (sigma_out ~ 0.59 for n = 50) swamps the output; the perturbed minimiser
+    # before it is the objective-perturbation release with its own claim eps_obj (paper_spec 4.2).
+    mechs.append(AuditMechanism("aop", "aop", 1, {}, ("output", "objective-release"),
                                 "approximate objective perturbation (BFGS to 1/n^2 + output noise)",
                                 pin_start=False, calibration="aop"))
-    mechs.append(AuditMechanism("cubic-newton", "cubic-newton", 1, {"max_inner": 20},
-                                ("output", "gradient-release"),
-                                "T=1, 20 inner noisy model-gradient steps (max_inner 20), ball radius 5",
+    # Cubic Newton: ball diameter 0.1, where the model-gradient sensitivity bound (L0 + L1 D)/n =
+    # 1.03/n is nearly attained by the opposed canary's change 1/(n+1) (at the default D = 10 the
+    # bound is 3.65/n, 3.7x that change, and even half the noise is not refutable with this canary).
+    mechs.append(AuditMechanism("cubic-newton", "cubic-newton", 1, {"max_inner": 20, "diameter": 0.1},
+                                ("output", "gradient-release", "inner-releases"),
+                                "T=1, 20 inner noisy model-gradient steps (max_inner 20), ball diameter 0.1",
                                 calibration="cubic"))
     return mechs
 
@@ -227,8 +260,9 @@ def _accountant_hyper(mech: AuditMechanism, problem: LogisticProblem, epsilon: f
     """Broken variants of the accountant-calibrated methods: hand-set multipliers (no code change).
 
     The calibrated multipliers are recomputed exactly as the production code does for this side's
-    n; ``half-noise`` halves all of them, ``wrong-sensitivity`` divides the gradient's by 4 (noise
-    for a 4x smaller sensitivity). Hand-set multipliers mark the ledger non-private; irrelevant here.
+    n and scaled by :func:`noise_factor`: ``half-noise`` / ``tenth-noise`` scale all of them by 1/2 /
+    1/10, ``wrong-sensitivity`` divides the gradient's by 4 (noise for a 4x smaller sensitivity).
+    Hand-set multipliers mark the ledger non-private; irrelevant here.
     """
     from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig, _expected_batch
     from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms
@@ -241,7 +275,7 @@ def _accountant_hyper(mech: AuditMechanism, problem: LogisticProblem, epsilon: f
         cfg = SgdConfig(**{k: v for k, v in hyper.items() if k in ("batch_size", "batch_frac")})
         b = _expected_batch(cfg.batch_size, n, cfg.batch_frac, "batch_size")
         z = calibrate_poisson_gaussian(b / n, mech.iterations, epsilon, delta).multipliers[0]
-        hyper["noise_multiplier"] = z / (2.0 if broken == "half-noise" else 4.0)
+        hyper["noise_multiplier"] = z * noise_factor(broken, "gradient")
         return hyper
     cfg = MinibatchNewtonConfig(**{k: v for k, v in hyper.items()
                                    if k in ("batch_grad", "batch_hess", "batch_frac", "grad_frac")})
@@ -249,7 +283,7 @@ def _accountant_hyper(mech: AuditMechanism, problem: LogisticProblem, epsilon: f
     b_h = _expected_batch(cfg.batch_hess, n, cfg.batch_frac, "batch_hess")
     z_g, z_h = calibrate_two_mechanisms(b_g / n, b_h / n, mech.iterations, epsilon, delta,
                                         cfg.grad_frac).multipliers
-    hyper["noise_multipliers"] = (z_g / 2.0, z_h / 2.0) if broken == "half-noise" else (z_g / 4.0, z_h)
+    hyper["noise_multipliers"] = (z_g * noise_factor(broken, "gradient"), z_h * noise_factor(broken, "hessian"))
     return hyper
 
 
@@ -257,10 +291,11 @@ def _accountant_hyper(mech: AuditMechanism, problem: LogisticProblem, epsilon: f
 def _patched_noise(mech: AuditMechanism, broken: str):
     """Broken variants of AOP and cubic Newton, whose noise does not come from the ledger.
 
-    Module-level patch of one noise-scale function for the duration of the trials (restored after):
-    AOP ``aop_parameters`` (half-noise: sigma_obj and sigma_out / 2; wrong-sensitivity: sigma_obj / 4,
-    i.e. the objective noise of a 4x smaller gradient sensitivity 2L/n); cubic Newton
-    ``dp_cubic_solver`` (half-noise: sigma / 2; wrong-sensitivity: sigma / 4).
+    Module-level patch of one noise-scale function for the duration of the trials (restored after),
+    scaled by :func:`noise_factor`: AOP ``aop_parameters`` (sigma_obj as the ``objective`` release,
+    sigma_out as the ``output`` release: half-noise / tenth-noise scale both, wrong-sensitivity only
+    sigma_obj, i.e. the objective noise of a 4x smaller gradient sensitivity 2L/n); cubic Newton
+    ``dp_cubic_solver`` (sigma of the inner ``model-gradient`` releases).
     """
     if broken == "none" or mech.calibration not in ("aop", "cubic"):
         yield
@@ -272,11 +307,8 @@ def _patched_noise(mech: AuditMechanism, broken: str):
 
         def replacement(*args, **kw):
             out = dict(original(*args, **kw))
-            if broken == "half-noise":
-                out["sigma_obj"] /= 2.0
-                out["sigma_out"] /= 2.0
-            else:
-                out["sigma_obj"] /= 4.0
+            out["sigma_obj"] *= noise_factor(broken, "objective")
+            out["sigma_out"] *= noise_factor(broken, "output")
             return out
 
         name = "aop_parameters"
@@ -284,7 +316,7 @@ def _patched_noise(mech: AuditMechanism, broken: str):
         from ..algorithms import cubic_newton as module
 
         original = module.dp_cubic_solver
-        factor = 0.5 if broken == "half-noise" else 0.25
+        factor = noise_factor(broken, "model-gradient")
 
         def replacement(g, H, theta0, N, mu, L2, radius, sigma, rng, charge=None):
             return original(g, H, theta0, N, mu, L2, radius, sigma * factor, rng, charge)
@@ -305,6 +337,8 @@ class TrialBatch:
     ledgers: list
     trace_release: np.ndarray | None = None   # (trials,) first released noisy trace or None
     hyper: dict = field(default_factory=dict)  # hyper-parameters actually run (broken variants)
+    inner_releases: np.ndarray | None = None  # (trials,) cubic Newton: sum_i <g^_i - m_D(theta_i), u>
+    objective_release: np.ndarray | None = None  # (trials,) AOP: <perturbed minimiser before output noise, u>
 
 
 def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism, hyper: dict,
@@ -324,15 +358,6 @@ def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: Au
             noisy = gradient_sum(problem, pair.w0, idx) + z_g * c.rng.draws[0]
             out[i] = (noisy @ pair.canary) / b_g
         return out
-    if mech.calibration == "cubic":        # first inner release: model gradient at theta0 = w0 (in the ball)
-        mu = float(hyper.get("mu", 0.01))
-        g = problem.grad(pair.w0) + mu * pair.w0
-        for i, c in enumerate(contexts):
-            sigma = c.ledger.returned[0]
-            if broken_scale := hyper.get("_sigma_factor"):
-                sigma *= broken_scale
-            out[i] = g @ pair.canary + sigma * (c.rng.draws[0] @ pair.canary)
-        return out
     g = problem.grad(pair.w0)
     reg = float(hyper.get("reg", 1e-8)) if mech.algorithm != "dp-gd" else 0.0
     g = g + reg * pair.w0
@@ -340,6 +365,79 @@ def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: Au
         if not c.ledger.entries or c.ledger.entries[0].quantity != "gradient":
             raise RuntimeError(f"{mech.algorithm}: the first release is not the gradient")
         out[i] = g @ pair.canary + c.ledger.returned[0] * (c.rng.draws[0] @ pair.canary)
+    return out
+
+
+def _cubic_inner_releases(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism, broken: str,
+                          contexts, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cubic Newton (T = 1): the N inner releases, replayed from the recorded draws [paper_spec 5].
+
+    Algorithm 2 releases g^_i = m(theta_i) + sigma xi_i, m(theta) = g + H(theta - theta0)
+    + (L2/2)||theta - theta0||(theta - theta0) the model gradient of this side's data, and moves to
+    theta_{i+1} = Proj_W(theta_i - eta_i g^_i). The replay rebuilds every g^_i from the draws xi_i and
+    the sigma of the run (ledger's sigma times the broken variant's :func:`noise_factor`) and checks
+    that it reproduces the production output. Returns per trial <g^_0, u> (the first release) and
+    the transcript statistic sum_i <g^_i - m_D(theta_i), u>, where m_D is the model gradient of D at
+    the replayed theta_i: a fixed function of the released transcript (theta_i are post-processing
+    of earlier releases). On D it is sigma sum_i <xi_i, u>; on D' each term is shifted by the canary's
+    change of the model gradient (-1/(n+1) for every i with the ``opposed`` canary: D and D' have
+    the same Hessian), so for a constant shift it is the Neyman-Pearson statistic of the whole
+    step's N releases (composition of N Gaussians, each at rho~/N).
+    """
+    from ..algorithms.cubic_newton import L2_LOGISTIC, CubicNewtonConfig, project_ball
+
+    if mech.iterations != 1:
+        raise ValueError("the inner-release replay covers T = 1 (one outer step)")
+    cfg = CubicNewtonConfig(**mech.hyper).checked()
+    mu, radius = cfg.mu, cfg.diameter / 2.0
+    theta0 = project_ball(pair.w0 / np.linalg.norm(pair.w0), radius)   # the pinned start as the code builds it
+
+    def model_parts(p: LogisticProblem):
+        m = p.margins(theta0)
+        return p.grad_from_margins(m) + mu * theta0, p.soi_from_margins(m, "hessian") + mu * np.eye(theta0.size)
+
+    g, H = model_parts(problem)
+    g_D, H_D = model_parts(pair.D)
+    first, total = np.empty(len(contexts)), np.empty(len(contexts))
+    for k, c in enumerate(contexts):
+        sigma = c.ledger.returned[0] * noise_factor(broken, "model-gradient")
+        N = len(c.rng.draws)
+        theta, avg, stat = theta0.copy(), np.zeros_like(theta0), 0.0
+        for i, xi in enumerate(c.rng.draws):
+            u = theta - theta0
+            cubic = (0.5 * L2_LOGISTIC * float(np.linalg.norm(u))) * u
+            released = g + H @ u + cubic + sigma * xi
+            stat += float((released - (g_D + H_D @ u + cubic)) @ pair.canary)
+            if i == 0:
+                first[k] = float(released @ pair.canary)
+            theta = project_ball(theta - (2.0 / (mu * (i + 2))) * released, radius)
+            avg += (2.0 * (i + 1) / (N * (N + 1))) * theta
+        if not np.allclose(project_ball(avg, radius), W[k], rtol=1e-9, atol=1e-12):
+            raise RuntimeError("cubic Newton: the replay of the inner releases does not reproduce the output")
+        total[k] = stat
+    return first, total
+
+
+def _aop_objective_release(problem: LogisticProblem, pair: CanaryPair, contexts, W: np.ndarray) -> np.ndarray:
+    """AOP: <theta^, u> for the perturbed minimiser theta^ before the output noise [paper_spec 4.2].
+
+    theta^ = output - sigma_out xi_out (the last recorded draw; sigma_out from the ledger event, i.e.
+    the broken variant's when patched). Checked: ||grad J(theta^)|| <= the tolerance gamma the run met,
+    with b = sigma_obj times the second-to-last draw (the objective noise of the accepted attempt).
+    """
+    from ..algorithms.aop import aop_objective
+
+    out = np.empty(len(contexts))
+    for k, c in enumerate(contexts):
+        event = c.ledger.events[0]
+        if event["returned_zero"]:
+            raise RuntimeError("AOP returned theta = 0 (epsilon >= 10.1): nothing to audit")
+        theta_hat = W[k] - event["sigma_out"] * c.rng.draws[-1]
+        b = event["sigma_obj"] * c.rng.draws[-2]
+        _, grad = aop_objective(problem, event["Lambda"], b)(theta_hat)
+        if float(np.linalg.norm(grad)) > event["gamma"] * (1.0 + 1e-6):
+            raise RuntimeError("AOP: the rebuilt minimiser does not meet the run's tolerance")
+        out[k] = float(theta_hat @ pair.canary)
     return out
 
 
@@ -381,15 +479,16 @@ def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, e
     with threadpool_limits(1), _patched_noise(mech, broken):
         results = spec.run(problem, contexts, dict(hyper))
     W = np.stack([r.w for r in results])
-    grad_u = trace = None
-    if "gradient-release" in mech.levels:
-        rebuild = dict(hyper)
-        if mech.calibration == "cubic" and broken != "none":
-            rebuild["_sigma_factor"] = 0.5 if broken == "half-noise" else 0.25
-        grad_u = _first_gradient_release(problem, pair, mech, rebuild, contexts)
+    grad_u = trace = inner = objective = None
+    if mech.calibration == "cubic" and {"gradient-release", "inner-releases"} & set(mech.levels):
+        grad_u, inner = _cubic_inner_releases(problem, pair, mech, broken, contexts, W)
+    elif "gradient-release" in mech.levels:
+        grad_u = _first_gradient_release(problem, pair, mech, hyper, contexts)
     if "trace-release" in mech.levels:
         trace = _first_trace_release(problem, pair, mech, contexts)
-    return TrialBatch(W, grad_u, rho, [c.ledger for c in contexts], trace, hyper)
+    if "objective-release" in mech.levels:
+        objective = _aop_objective_release(problem, pair, contexts, W)
+    return TrialBatch(W, grad_u, rho, [c.ledger for c in contexts], trace, hyper, inner, objective)
 
 
 def statistic(batch: TrialBatch, pair: CanaryPair, level: str) -> np.ndarray:
@@ -400,7 +499,11 @@ def statistic(batch: TrialBatch, pair: CanaryPair, level: str) -> np.ndarray:
         return -batch.grad_release_u
     if level == "trace-release":     # the canary adds SOI weight: larger trace on D'
         return batch.trace_release
-    raise ValueError(f"level={level!r} is unknown; choose 'output', 'gradient-release' or 'trace-release'")
+    if level == "inner-releases":    # the canary lowers every inner model gradient along u
+        return -batch.inner_releases
+    if level == "objective-release":  # the canary pulls the perturbed minimiser towards +u
+        return batch.objective_release
+    raise ValueError(f"level={level!r} is unknown; choose one of {', '.join(LEVELS)}")
 
 
 def release_rho_share(mech: AuditMechanism, level: str) -> float:
@@ -424,12 +527,19 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
     which is the claimed epsilon itself when the run's conversion is ``gdp``). A single release of a
     ledger method: the exact GDP epsilon of that release's rho (read from the correct ledger). The
     first gradient release of a minibatch method: the RDP accountant's epsilon of that one
-    subsampled Gaussian (its q and calibrated multiplier, one step).
+    subsampled Gaussian (its q and calibrated multiplier, one step). Cubic Newton's N inner releases of
+    one outer step: the GDP epsilon of rho/T. AOP's perturbed minimiser: eps_obj of AOP's split (its
+    guarantee holds at delta_obj < delta, so a lower bound computed at delta that exceeds eps_obj
+    refutes it as well, epsilon(delta) being non-increasing in delta).
     """
     if level == "output":
         if mech.calibration in ("accountant", "aop"):
             return float(epsilon)
         return claimed_epsilon_of_share(batch.rho, 1.0, pair.delta)
+    if level == "objective-release":
+        return float(batch.ledgers[0].events[0]["eps_obj"])
+    if level == "inner-releases":
+        return claimed_epsilon_of_share(batch.rho, 1.0 / mech.iterations, pair.delta)
     if mech.calibration == "accountant":
         from ..algorithms.minibatch import MinibatchNewtonConfig, _expected_batch
         from ..privacy.accountant import accountant_epsilon, calibrate_two_mechanisms
@@ -449,6 +559,7 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
     return claimed_epsilon_of_share(batch.rho, entry.rho / batch.rho, pair.delta)
 
 
-__all__ = ["AuditLedger", "HalfNoiseLedger", "WrongSensitivityLedger", "LEDGERS", "BROKEN_VARIANTS",
-           "PinnedStartRng", "CanaryPair", "canary_pair", "AuditMechanism", "default_mechanisms",
-           "run_trials", "statistic", "TrialBatch", "claimed_epsilon_of_level", "CANARIES", "math"]
+__all__ = ["AuditLedger", "HalfNoiseLedger", "WrongSensitivityLedger", "TenthNoiseLedger", "LEDGERS",
+           "BROKEN_VARIANTS", "GRADIENT_QUANTITIES", "noise_factor", "PinnedStartRng", "CanaryPair", "canary_pair",
+           "AuditMechanism", "default_mechanisms", "run_trials", "statistic", "TrialBatch",
+           "claimed_epsilon_of_level", "CANARIES", "LEVELS"]
