@@ -69,7 +69,7 @@ def job_times(work: Path) -> list[dict]:
         if m.get("starttime") is None or m.get("endtime") is None:
             continue
         try:
-            target = base64.b64decode(f.name.replace("@", "/")).decode(errors="replace")
+            target = base64.urlsafe_b64decode(f.name.replace("@", "/")).decode(errors="replace")
         except Exception:
             target = f.name
         key = m.get("job_hash") or (m.get("rule"), m.get("starttime"))
@@ -128,6 +128,7 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
         if j["rule"] != "run_job" or "results/runs/" not in j["target"]:
             continue
         rel = j["target"][j["target"].index("results/runs/"):]
+        rel = rel.replace(".curves.parquet", ".csv")  # a job is listed under either of its two outputs
         if not rel.endswith(".csv"):
             continue
         ds = rel.split("/")[2]
