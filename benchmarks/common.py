@@ -36,6 +36,7 @@ SECTIONS = [
     ("memory", "4. Peak memory"),
     ("pipeline", "5. End-to-end pipeline"),
     ("pipeline_claims", "5b. Where a large run's time goes: per-job phases of the claims config"),
+    ("pipeline_paper_synthetic", "5c. The paper config on synthetic: wall time and per-job phases"),
     ("history", "6. History: the old core (lane-padded gemm) and the proposals now applied"),
 ]
 
@@ -225,7 +226,9 @@ def write_readme() -> None:
             envf = RESULTS_DIR / f"{name}.env.json"
             when = json.loads(envf.read_text())["date_utc"] if envf.exists() else "?"
             script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b",
-                      "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml"}.get(
+                      "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml",
+                      "pipeline_paper_synthetic": "pipeline.py --analyze RUN_DIR --config config/paper.yaml "
+                                                  "--tag pipeline_paper_synthetic"}.get(
                 name, f"{name}.py")
             origin = (f"_Hand-written note (no script), {when}._" if name == "history"
                       else f"_Script `python benchmarks/{script}`, run {when}._")
