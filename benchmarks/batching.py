@@ -111,10 +111,9 @@ def main():
                              ("batch_recorded", sum(x.runtime_s for x in batch)),
                              ("sequential_recorded", sum(x.runtime_s for x in seq))):
                     times.setdefault(k, []).append(v)
-                times.setdefault("pair_ratio_wall", []).append((t2 - t1) / (t1 - t0))
-                times.setdefault("pair_ratio_gemv", []).append((t3 - t2) / (t1 - t0))
-                times.setdefault("pair_ratio_cpu", []).append((c2 - c1) / (c1 - c0))
-                times.setdefault("pair_ratio_gemv_cpu", []).append((c3 - c2) / (c1 - c0))
+                for clock, (b0, b1, b2, b3) in (("wall", (t0, t1, t2, t3)), ("cpu", (c0, c1, c2, c3))):
+                    times.setdefault(f"pair_ratio_sequential_{clock}", []).append((b2 - b1) / (b1 - b0))
+                    times.setdefault(f"pair_ratio_gemv_sequential_{clock}", []).append((b3 - b2) / (b1 - b0))
                 if r == 0:
                     shuffled = run_algorithm(p, ds, "dp-gd", eps, [3, 9, 0, 7, 1, 8, 2, 6, 4, 5], T)
                     for other, res in (("10 runs alone", seq), ("shuffled batch", shuffled)):
@@ -125,19 +124,13 @@ def main():
                 print(f"{ds}: repetition {r + 1}/{args.repeats}", flush=True)
         mn = {k: float(np.min(v)) for k, v in times.items()}
         med = {k: float(np.median(v)) for k, v in times.items()}
-        rows.append({"dataset": ds, "S": len(SEEDS), "T": T, "repeats": args.repeats,
-                     "batch_cpu_s_min": mn["batch_cpu"], "sequential_cpu_s_min": mn["sequential_cpu"],
-                     "gemv_sequential_cpu_s_min": mn["gemv_sequential_cpu"],
-                     "cpu_ratio_vs_sequential_min": mn["sequential_cpu"] / mn["batch_cpu"],
-                     "cpu_ratio_vs_sequential_paired_median": med["pair_ratio_cpu"],
-                     "cpu_ratio_vs_gemv_sequential_min": mn["gemv_sequential_cpu"] / mn["batch_cpu"],
-                     "cpu_ratio_vs_gemv_sequential_paired_median": med["pair_ratio_gemv_cpu"],
-                     "batch_wall_s_min": mn["batch_wall"], "sequential_wall_s_min": mn["sequential_wall"],
-                     "gemv_sequential_wall_s_min": mn["gemv_sequential_wall"],
-                     "ratio_vs_sequential_min": mn["sequential_wall"] / mn["batch_wall"],
-                     "ratio_vs_sequential_paired_median": med["pair_ratio_wall"],
-                     "ratio_vs_gemv_sequential_min": mn["gemv_sequential_wall"] / mn["batch_wall"],
-                     "ratio_vs_gemv_sequential_paired_median": med["pair_ratio_gemv"],
+        row = {"dataset": ds, "S": len(SEEDS), "T": T, "repeats": args.repeats}
+        for clock, label in (("cpu", "cpu_ratio"), ("wall", "ratio")):
+            row.update({f"{way}_{clock}_s_min": mn[f"{way}_{clock}"] for way in ("batch", "sequential", "gemv_sequential")})
+            for way in ("sequential", "gemv_sequential"):
+                row[f"{label}_vs_{way}_min"] = mn[f"{way}_{clock}"] / mn[f"batch_{clock}"]
+                row[f"{label}_vs_{way}_paired_median"] = med[f"pair_ratio_{way}_{clock}"]
+        rows.append({**row,
                      "ratio_recorded_update_time_min": mn["sequential_recorded"] / mn["batch_recorded"],
                      "batch_recorded_s_min": mn["batch_recorded"], "sequential_recorded_s_min": mn["sequential_recorded"],
                      "blas_gemv_pairs_cpu_s_min": mn["blas_gemv_pairs_cpu"],
@@ -186,9 +179,6 @@ def main():
           common.md_table(ident_rows, ["dataset", "batch_vs", "w_bit_identical", "excess_loss_bit_identical",
                                        "max_abs_w_diff", "max_abs_loss_diff"],
                           {"max_abs_w_diff": ".1e", "max_abs_loss_diff": ".1e"}), ""]
-    extra = common.RESULTS_DIR / "batching_discussion.md"
-    if extra.exists():
-        md.append(extra.read_text())
     common.write_section("batching", "\n".join(md))
 
 

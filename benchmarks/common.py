@@ -209,8 +209,13 @@ def md_table(rows: list[dict], cols: list[str], fmt: dict | None = None) -> str:
 
 
 def write_section(name: str, markdown: str) -> None:
-    """Store this script's section (with its own environment record) and rebuild README.md."""
+    """Store this script's section (with its own environment record) and rebuild README.md.
+
+    A hand-written ``results/<name>_discussion.md``, if present, is appended to the section."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    discussion = RESULTS_DIR / f"{name}_discussion.md"
+    if discussion.exists():
+        markdown = markdown.rstrip() + "\n\n" + discussion.read_text()
     (RESULTS_DIR / f"{name}.md").write_text(markdown.rstrip() + "\n")
     (RESULTS_DIR / f"{name}.env.json").write_text(json.dumps(environment(), indent=1, default=str))
     write_readme()

@@ -125,9 +125,6 @@ def main():
                                  "hwm_reset"],
                           {"Z_MiB": ".1f", "rss_imports_MiB": ".1f", "peak_rss_MiB": ".1f", "load_peak_in_Z": ".2f",
                            "loaded_steady_in_Z": ".2f", "run_extra_in_Z": ".3f", "peak_minus_imports_in_Z": ".2f"}), ""]
-    extra = common.RESULTS_DIR / "memory_discussion.md"
-    if extra.exists():
-        md.append(extra.read_text())
     common.write_section("memory", "\n".join(md))
 
 

@@ -178,9 +178,6 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
           "`runtime_s`); *assemble_write* = result records, CSV and parquet; *exit* = after the last log "
           "line. `in_job_overhead_share` = 1 - compute / wall; `outside_update_share` = 1 - update / wall "
           "(the stricter reading that also counts the loss evaluation as overhead)."]
-    extra = common.RESULTS_DIR / f"{tag}_discussion.md"
-    if extra.exists():
-        md += ["", extra.read_text()]
     common.write_section(tag, "\n".join(md))
     print(total)
 
@@ -274,9 +271,6 @@ def main():
           "evaluation, writing CSV/parquet). The load average was sampled every 5 s; other engineers' jobs "
           "shared the 2 cores, so every time here is an upper bound for an idle machine.",
           "", "Log tail: `results/pipeline_snakemake.log`."]
-    extra = common.RESULTS_DIR / "pipeline_discussion.md"
-    if extra.exists():
-        md += ["", extra.read_text()]
     common.write_section("pipeline", "\n".join(md))
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)

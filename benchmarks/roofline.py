@@ -160,9 +160,6 @@ def main():
                            {"min_ms": ".3f", "median_ms": ".3f", "ratio_vs_syrk": ".2f", "ratio_vs_syrk_min": ".2f",
                             "ratio_vs_gemm": ".2f", "ratio_vs_gemv_pair": ".2f", "ratio_vs_gemv_pair_min": ".2f",
                             "ratio_vs_lib_pass": ".2f"}), ""]
-    extra = common.RESULTS_DIR / "roofline_discussion.md"
-    if extra.exists():
-        md.append(extra.read_text())
     common.write_section("roofline", "\n".join(md))
 
 

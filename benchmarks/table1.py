@@ -178,9 +178,6 @@ def write(grid_rows, table_rows, notes, args, t_start, partial):
               common.md_table(summ, list(summ[0].keys())), ""] + md
     if notes:
         md += ["### Not run", ""] + notes + [""]
-    extra = common.RESULTS_DIR / f"table1{args.tag}_discussion.md"
-    if extra.exists():
-        md += [extra.read_text()]
     common.write_section(f"table1{args.tag}", "\n".join(md))
 
 

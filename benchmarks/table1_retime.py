@@ -119,9 +119,6 @@ def main():
                                 "hess_s", "gd_lib_s", "gd_gemv_s", "ratio_lib", "ratio_gemv", "ratio_lib_old", "paper_ratio"],
                           {"hess_s": ".3f", "gd_lib_s": ".3f", "gd_gemv_s": ".3f", "ratio_lib": ".2f",
                            "ratio_gemv": ".2f", "ratio_lib_old": ".2f"}), ""]
-    extra = common.RESULTS_DIR / "table1_retime_discussion.md"
-    if extra.exists():
-        md.append(extra.read_text())
     common.write_section("table1_retime", "\n".join(md))
 
 

@@ -91,7 +91,10 @@ def armijo_step(phi, phi0: float, slope: float) -> float:
     is therefore found by bisection over k with O(log K) evaluations of phi instead of O(K).
     """
     cands = ARMIJO_CANDIDATES
-    passes = lambda k: phi(cands[k]) < phi0 - ARMIJO_ALPHA * cands[k] * slope  # noqa: E731
+
+    def passes(k: int) -> bool:
+        return phi(cands[k]) < phi0 - ARMIJO_ALPHA * cands[k] * slope
+
     last = len(cands) - 2  # the smallest candidate above the floor
     if passes(0):
         return cands[0]
