@@ -28,27 +28,12 @@ import argparse
 import time
 
 import numpy as np
-from scipy import special
 from threadpoolctl import threadpool_limits
 
 import common
 from dpnewton.experiment import run_algorithm
 
 SEEDS = list(range(10))
-
-
-def gemv_dpgd(problem, rho, T, rng_seed):
-    """Plain DP-GD loop for one run with unblocked gemv passes (baseline; same math as run_dp_gd)."""
-    Z, n, d = problem.Z, problem.n, problem.d
-    rng = np.random.default_rng(rng_seed)
-    w = rng.standard_normal(d)
-    w /= np.linalg.norm(w)
-    s = (1.0 / n) / np.sqrt(2 * rho / T)
-    for _ in range(T):
-        m = Z @ w
-        g = -(Z.T @ special.expit(-m)) / n
-        w = w - 4.0 * (g + s * rng.standard_normal(d))
-    return w
 
 
 def blas_products(Z, T: int, S: int, rng_seed: int = 0) -> tuple[float, float]:
@@ -100,7 +85,7 @@ def main():
                 seq = [run_algorithm(p, ds, "dp-gd", eps, [s], T)[0] for s in SEEDS]
                 t2, c2 = time.perf_counter(), time.process_time()
                 for s in SEEDS:
-                    gemv_dpgd(p, rho, T, s)
+                    common.gemv_dpgd(p, rho, T, s)
                 t3, c3 = time.perf_counter(), time.process_time()
                 gemv_cpu, gemm_cpu = blas_products(p.Z, T, len(SEEDS), r)
                 times.setdefault("blas_gemv_pairs_cpu", []).append(gemv_cpu)

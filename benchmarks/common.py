@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.special import expit
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -239,3 +240,17 @@ def write_readme() -> None:
                       else f"_Script `python benchmarks/{script}`, run {when}._")
             parts += [f"## {title}", "", origin, "", sec.read_text().rstrip(), ""]
     (BENCH_DIR / "README.md").write_text("\n".join(parts).rstrip() + "\n")
+
+
+def gemv_dpgd(problem, rho: float, T: int, rng_seed: int) -> np.ndarray:
+    """Plain DP-GD loop for one run with unblocked gemv passes (baseline; same math as run_dp_gd)."""
+    Z, n, d = problem.Z, problem.n, problem.d
+    rng = np.random.default_rng(rng_seed)
+    w = rng.standard_normal(d)
+    w /= np.linalg.norm(w)
+    s = (1.0 / n) / np.sqrt(2 * rho / T)
+    for _ in range(T):
+        m = Z @ w
+        g = -(Z.T @ expit(-m)) / n
+        w = w - 4.0 * (g + s * rng.standard_normal(d))
+    return w

@@ -24,7 +24,6 @@ import csv
 import time
 
 import numpy as np
-from scipy import special
 from threadpoolctl import threadpool_limits
 
 import common
@@ -37,16 +36,9 @@ CLOCK = "cpu"
 
 
 def gd_gemv_time(p, rho, T, seed):
-    Z, n, d = p.Z, p.n, p.d
-    rng = np.random.default_rng(seed)
-    w = rng.standard_normal(d)
-    w /= np.linalg.norm(w)
-    s = (1.0 / n) / np.sqrt(2 * rho / T)
+    """Clock time of the plain-gemv DP-GD baseline (:func:`common.gemv_dpgd`)."""
     t0 = common.CLOCKS[CLOCK]()
-    for _ in range(T):
-        m = Z @ w
-        g = -(Z.T @ special.expit(-m)) / n
-        w = w - 4.0 * (g + s * rng.standard_normal(d))
+    common.gemv_dpgd(p, rho, T, seed)
     return common.CLOCKS[CLOCK]() - t0
 
 
