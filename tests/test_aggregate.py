@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dpnewton.pipeline import aggregate as agg
-from dpnewton.pipeline.config import eps_label, expand, seed_chunks, seed_list
+from dpnewton.pipeline.config import config_hash, eps_label, expand, seed_chunks, seed_list
 from dpnewton.pipeline.jobs import curve_indices
 
 
@@ -177,8 +177,32 @@ def test_variants_epsilon_restriction_studies_and_extension_spec():
     from dpnewton.pipeline.config import protocol_summary
     p = protocol_summary(plan)
     assert p["configurations_per_algorithm"] == {"dp-gd": 2}  # reset runs are not tuning configurations
+    assert p["grid_extension"]["dp-gd-s16"] == 12
     with pytest.raises(ValueError, match="not a registered algorithm"):
         expand(_cfg(algorithms={"x": {"algorithm": "nope", "grid": "g"}}))
+
+
+def test_per_epsilon_caps_change_only_their_jobs():
+    algos = {"dp-gd": {"grid": "g", "max_iterations": 12}}
+    cfg = _cfg(algorithms=algos, tuning={"extend_grid": True, "factor": 2}, seeds_per_job=None,
+               conversion_study=[{"algorithm": "dp-gd", "conversions": ["gdp"], "epsilons": [0.5]}])
+    before = expand(cfg)
+    cfg["algorithms"]["dp-gd"]["max_iterations_by_epsilon"] = {1: 48, "0.5": 24}
+    after = expand(cfg)
+    caps = {k: j.spec["extend"]["max_iterations"] for k, j in after.job_index.items()}
+    assert caps[("synthetic", "dp-gd", "bs16", "1", "0-3")] == 48
+    assert caps[("synthetic", "dp-gd", "gdp", "0.5", "0-3")] == 24   # a study-only epsilon
+    assert caps[("synthetic", "dp-gd", "bs16", "0.1", "0-3")] == 12
+    changed = {k for k, j in after.job_index.items()
+               if config_hash(j.spec) != config_hash(before.job_index[k].spec)}
+    assert changed == {("synthetic", "dp-gd", "bs16", "1", "0-3"), ("synthetic", "dp-gd", "gdp", "0.5", "0-3")}
+    from dpnewton.pipeline.config import protocol_summary
+    assert protocol_summary(after)["grid_extension"]["dp-gd"] == {"default": 12, "1": 48, "0.5": 24}
+    for bad, match in [({3: 48}, "not one this entry runs at"), ({"x": 48}, "not an epsilon"),
+                       ({1: 2}, "below the grid maximum")]:
+        cfg["algorithms"]["dp-gd"]["max_iterations_by_epsilon"] = bad
+        with pytest.raises(ValueError, match=match):
+            expand(cfg)
 
 
 def test_grid_extension_rule():

@@ -19,9 +19,18 @@ ALL_CONVERSIONS = ["paper", "bs16", "cks", "gdp", "official-fsolve"]
 
 
 def config_hash(obj) -> str:
-    """First 12 hex digits of sha256 over canonical JSON (sorted keys)."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    """First 12 hex digits of sha256 over canonical JSON (sorted keys; keys as strings, so a YAML
+    mapping that mixes ``10:`` and ``"0.5":`` keys hashes too)."""
+    text = json.dumps(_string_keys(obj), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _string_keys(obj):
+    if isinstance(obj, dict):
+        return {str(k): _string_keys(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_string_keys(v) for v in obj]
+    return obj
 
 
 def eps_label(epsilon: float) -> str:
@@ -126,12 +135,15 @@ class Plan:
 
 
 def algorithm_grids(cfg: dict, registry) -> tuple[dict[str, dict], list[str]]:
-    """name -> {'base', 'iterations', 'hyper', 'epsilons', 'max_iterations'}; unknown bases error or skip.
+    """name -> {'base', 'iterations', 'hyper', 'epsilons', 'max_iterations', 'max_iterations_by_epsilon'}.
 
     An entry's key is its *configuration name* (paths, tables, figures); ``algorithm:`` names the
     registered algorithm it runs (default: the key itself), so several entries can run one algorithm
     with different ``hyper`` (tuning variants). ``epsilons`` restricts the entry to some epsilons;
-    ``max_iterations`` is the cap of the automatic grid extension (``tuning``).
+    ``max_iterations`` is the cap of the automatic grid extension (``tuning``);
+    ``max_iterations_by_epsilon`` ({epsilon: cap}) overrides it at some epsilons, so that the cells
+    whose best T needs a long run (e.g. DP-GD at epsilon = 10) get a high cap without rerunning the
+    others. Unknown bases error or are skipped (``missing_algorithms``).
     """
     out, skipped = {}, []
     grids = cfg.get("grids", {})
@@ -165,10 +177,38 @@ def algorithm_grids(cfg: dict, registry) -> tuple[dict[str, dict], list[str]]:
         if cap is not None and int(cap) < Ts[-1]:
             raise ValueError(f"config algorithms.{name}.max_iterations={cap} is below the grid maximum {Ts[-1]}")
         eps = entry.get("epsilons")
+        labels = None if eps is None else [eps_label(e) for e in eps]
         out[name] = {"base": base, "iterations": Ts, "hyper": dict(entry.get("hyper") or {}),
-                     "epsilons": None if eps is None else [eps_label(e) for e in eps],
-                     "max_iterations": None if cap is None or len(Ts) < 2 else int(cap)}
+                     "epsilons": labels,
+                     "max_iterations": None if cap is None or len(Ts) < 2 else int(cap),
+                     "max_iterations_by_epsilon": _caps_by_epsilon(cfg, name, entry, Ts, labels)}
     return out, skipped
+
+
+def _caps_by_epsilon(cfg: dict, name: str, entry: dict, Ts: list[int], labels: list[str] | None) -> dict[str, int]:
+    """``algorithms.<name>.max_iterations_by_epsilon`` as {epsilon label: cap}, checked."""
+    raw = entry.get("max_iterations_by_epsilon") or {}
+    if raw and len(Ts) < 2:
+        raise ValueError(f"config algorithms.{name}.max_iterations_by_epsilon: a one-point T grid {Ts} "
+                         f"is never extended; remove it")
+    run_at = set(labels) if labels is not None else {eps_label(e) for e in cfg["epsilons"]}
+    for study in studies(cfg):
+        run_at |= {eps_label(e) for e in study.get("epsilons") or []}
+    out = {}
+    for key, cap in raw.items():
+        try:
+            label = eps_label(float(key))
+        except ValueError:
+            raise ValueError(f"config algorithms.{name}.max_iterations_by_epsilon: key {key!r} is not an "
+                             f"epsilon") from None
+        if label not in run_at:
+            raise ValueError(f"config algorithms.{name}.max_iterations_by_epsilon: epsilon {key} is not one "
+                             f"this entry runs at ({', '.join(sorted(run_at, key=float))})")
+        if int(cap) < Ts[-1]:
+            raise ValueError(f"config algorithms.{name}.max_iterations_by_epsilon[{key}]={cap} is below the "
+                             f"grid maximum {Ts[-1]}")
+        out[label] = int(cap)
+    return out
 
 
 def studies(cfg: dict) -> list[dict]:
@@ -178,12 +218,13 @@ def studies(cfg: dict) -> list[dict]:
     return [e for e in entries if e.get("enabled", True)]
 
 
-def extension_spec(cfg: dict, algo: dict) -> dict | None:
-    """Grid-extension rule of one algorithm's jobs (None: no extension)."""
+def extension_spec(cfg: dict, algo: dict, eps: str) -> dict | None:
+    """Grid-extension rule of one algorithm's jobs at epsilon label ``eps`` (None: no extension)."""
     tuning = cfg.get("tuning") or {}
-    if not tuning.get("extend_grid", False) or algo["max_iterations"] is None:
+    cap = algo["max_iterations_by_epsilon"].get(eps, algo["max_iterations"])
+    if not tuning.get("extend_grid", False) or cap is None:
         return None
-    return {"factor": int(tuning.get("factor", 2)), "max_iterations": algo["max_iterations"]}
+    return {"factor": int(tuning.get("factor", 2)), "max_iterations": cap}
 
 
 def curve_epsilons(cfg: dict) -> list[str]:
@@ -268,7 +309,7 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
                 "hyper": algos[alg]["hyper"], "conversion": conv, "primary": conv == primary,
                 "epsilon": eps_values[e], "eps_label": e, "delta": cfg.get("delta"),
                 "seeds": chunk_seeds, "iterations": algos[alg]["iterations"],
-                "extend": extension_spec(cfg, algos[alg]),
+                "extend": extension_spec(cfg, algos[alg], e),
                 "curves_max_points": max_points if e in curves else 0,
             }
             jobs.append(Job(ds, alg, conv, e, label, spec))
@@ -288,7 +329,9 @@ def protocol_summary(plan: Plan) -> dict:
         "grids": {a: v["iterations"] for a, v in plan.algorithms.items()},
         "variants": {a: {"algorithm": v["base"], "hyper": v["hyper"]} for a, v in plan.algorithms.items()},
         "configurations_per_algorithm": configurations_per_algorithm(plan),
-        "grid_extension": {a: v["max_iterations"] for a, v in plan.algorithms.items()}
+        "grid_extension": {a: ({"default": v["max_iterations"], **v["max_iterations_by_epsilon"]}
+                               if v["max_iterations_by_epsilon"] else v["max_iterations"])
+                           for a, v in plan.algorithms.items()}
         if (cfg.get("tuning") or {}).get("extend_grid") else {},
         "selection": "best T = argmin over the T grid of the mean last-iterate excess loss over seeds "
                      "(non-private tuning, as in the paper)",
