@@ -6,6 +6,7 @@ import dp_accounting
 import numpy as np
 import pytest
 from dp_accounting.rdp import RdpAccountant
+from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
 from dpnewton.privacy import accountant as acc
 
@@ -92,3 +93,37 @@ def test_bad_grad_frac_and_multiplier_raise():
         acc.calibrate_two_mechanisms(0.1, 0.1, 3, 1.0, 1e-5, grad_frac=1.0)
     with pytest.raises(ValueError, match="noise_multiplier"):
         acc.accountant_epsilon([0.1], [0.0], 3, 1e-5)
+
+
+def _full_grid_epsilon(mechanisms, steps, delta):
+    rdp = np.zeros(len(acc.DEFAULT_ORDERS))
+    for q, z in mechanisms:
+        rdp = rdp + acc.poisson_gaussian_rdp(q, z)
+    eps, order = compute_epsilon(list(acc.DEFAULT_ORDERS), list(steps * rdp), delta)
+    return float(eps), float(order)
+
+
+def test_pruned_fractional_orders_give_the_full_grid_minimum_exactly():
+    # composed_epsilon skips fractional orders that provably cannot win; the result must be the
+    # same bits (value and order) as dp_accounting's compute_epsilon over the whole grid.
+    rng = np.random.default_rng(7)
+    for k in range(24):
+        q = float(10 ** rng.uniform(-3, 0))
+        z = float(10 ** rng.uniform(-0.5, 1.5))
+        steps = int(10 ** rng.uniform(0, 4))
+        delta = float(10 ** rng.uniform(-12, -4))
+        mech = [(q, z)] if k % 2 else [(q, z), (min(1.0, 2 * q), 1.3 * z)]
+        assert acc.composed_epsilon(mech, steps, delta) == _full_grid_epsilon(mech, steps, delta), (mech, steps, delta)
+    # a large-epsilon case whose optimum is a fractional order (so pruning must keep it)
+    eps, order = acc.composed_epsilon([(0.5, 0.8)], 3, 1e-5)
+    assert order != round(order) and (eps, order) == _full_grid_epsilon([(0.5, 0.8)], 3, 1e-5)
+
+
+def test_fractional_rdp_lower_bounds_hold():
+    orders = acc.DEFAULT_ORDERS
+    is_int = np.abs(orders - np.round(orders)) < 1e-12
+    for q, z in [(0.01, 0.7), (0.2, 1.5), (0.9, 4.0)]:
+        rdp = acc.poisson_gaussian_rdp(q, z)
+        lower = acc._fractional_rdp_lower(orders[~is_int], orders[is_int], rdp[is_int])
+        assert np.all(lower <= rdp[~is_int] * (1 + 1e-12))
+        assert np.mean(lower > 0.5 * rdp[~is_int]) > 0.75  # not vacuous (they are 0 below order 2)
