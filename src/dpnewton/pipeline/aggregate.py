@@ -127,7 +127,8 @@ def best_t(summary: pd.DataFrame) -> pd.DataFrame:
         base.update(grid_min=int(grid.min()), grid_max=int(grid.max()), grid_size=len(grid),
                     grid=" ".join(str(int(t)) for t in grid), selection=SELECTION)
         if not finite.any():
-            rows.append({**base, "best_T": np.nan, "at_edge": False, "edge": "", "all_nonfinite": True})
+            rows.append({**base, "best_T": np.nan, "at_edge": False, "edge": "", "all_nonfinite": True,
+                         **_edge_neighbour(grid, means, 0, "")})
             continue
         i = int(np.argmin(np.where(finite, means, np.inf)))  # first minimum = smallest T on ties
         best = grp.iloc[i]
@@ -136,14 +137,27 @@ def best_t(summary: pd.DataFrame) -> pd.DataFrame:
         if len(grid) > 1:
             edge = ("high" if T == grid.max() else "low" if T == grid.min() and T > 1
                     else "min" if T == grid.min() else "")
-        rec = {**base, "best_T": T, "at_edge": edge in ("low", "high"), "edge": edge, "all_nonfinite": False}
+        rec = {**base, "best_T": T, "at_edge": edge in ("low", "high"), "edge": edge, "all_nonfinite": False,
+               **_edge_neighbour(grid, means, i, edge)}
         for col in best.index:
             if col not in GROUP and col != "iterations":
                 rec[col] = best[col]
         rows.append(rec)
     out = pd.DataFrame(rows)
     out["best_T"] = out["best_T"].astype("Int64")
+    out["edge_neighbour_T"] = out["edge_neighbour_T"].astype("Int64")
     return out
+
+
+def _edge_neighbour(grid: np.ndarray, means: np.ndarray, i: int, edge: str) -> dict:
+    """For a best T at an edge: the next T inwards and the relative gain of the last move,
+    (mean at that T - mean at the best T) / mean at that T: how far the cell still is from an
+    interior optimum (a large gain means the next extension would likely improve further)."""
+    if edge not in ("low", "high"):
+        return {"edge_neighbour_T": np.nan, "edge_gain": np.nan}
+    j = i - 1 if edge == "high" else i + 1
+    gain = (means[j] - means[i]) / means[j] if np.isfinite(means[j]) and means[j] > 0 else np.nan
+    return {"edge_neighbour_T": int(grid[j]), "edge_gain": float(gain)}
 
 
 def add_cell_stability(best: pd.DataFrame, runs: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
@@ -231,12 +245,21 @@ def edges_markdown(best: pd.DataFrame) -> str:
     lines = ["# Best T at a grid edge", "",
              f"{len(e)} of {len(best)} (dataset, algorithm, conversion, epsilon) cells select the smallest "
              "('low', above T = 1) or largest ('high') T of their grid; widen the grid there. A best T = 1 is "
-             "not an edge (no smaller T exists).", ""]
+             "not an edge (no smaller T exists). *gain* = relative drop of the mean excess loss over the last "
+             "step of the grid, from the neighbouring T to the best T: near 0 the cell is almost interior.", ""]
     if len(e):
-        lines += ["| dataset | algorithm | conversion | epsilon | best T | edge | grid |", "|---|---|---|---|---|---|---|"]
+        lines += ["| dataset | algorithm | conversion | epsilon | best T | edge | mean at best T | neighbour T "
+                  "| mean there | gain | grid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, r in e.iterrows():
+            there = r["excess_loss_mean"] / (1.0 - r["edge_gain"]) if np.isfinite(r["edge_gain"]) else np.nan
             lines.append(f"| {r['dataset']} | {r['algorithm']} | {r['conversion']} | {_eps(r['epsilon'])} | "
-                         f"{r['best_T']} | {r['edge']} | {r['grid']} |")
+                         f"{r['best_T']} | {r['edge']} | {r['excess_loss_mean']:.3g} | {r['edge_neighbour_T']} | "
+                         f"{there:.3g} | {r['edge_gain']:.0%} | {r['grid']} |")
+        if "base_algorithm" in e and e["base_algorithm"].eq("dp-gd-oracle").any():
+            lines += ["", "DP-GD-Oracle takes each step size from an Armijo line search on the exact (non-private) "
+                      "loss, which accepts a step only if it decreases that loss (or falls back to a 1e-6 step): "
+                      "every run is a descent method whatever its noise, so more iterations keep helping and its "
+                      "best T is not expected to become interior at any cap."]
     return "\n".join(lines) + "\n"
 
 
