@@ -16,7 +16,7 @@ from scipy import stats
 
 from dpnewton.audit import audit_mechanism, clopper_pearson_interval, epsilon_lower_bound, threshold_audit
 from dpnewton.audit.bounds import clopper_pearson_lower, clopper_pearson_upper
-from dpnewton.audit.mechanisms import HalfNoiseLedger, PinnedStartRng, TenthNoiseLedger, WrongSensitivityLedger
+from dpnewton.audit.mechanisms import AuditLedger, PinnedStartRng
 from dpnewton.cli import main
 from dpnewton.privacy import PrivacyLedger
 
@@ -69,9 +69,10 @@ def test_threshold_audit_on_exact_gaussians():
 
 # ---- audit plumbing ----------------------------------------------------------------------------
 def test_broken_ledgers_only_change_the_returned_sigma():
-    ok, half = PrivacyLedger(1.0), HalfNoiseLedger(1.0)
-    wrong, tenth = WrongSensitivityLedger(1.0), TenthNoiseLedger(1.0)
+    ok, half = PrivacyLedger(1.0), AuditLedger(1.0, "half-noise")
+    wrong, tenth = AuditLedger(1.0, "wrong-sensitivity"), AuditLedger(1.0, broken="tenth-noise")
     s = ok.charge(0, "gradient", 0.1, 0.5)
+    assert AuditLedger(1.0).charge(0, "gradient", 0.1, 0.5) == s        # default "none": the production sigma
     assert half.charge(0, "gradient", 0.1, 0.5) == pytest.approx(s / 2)
     assert wrong.charge(0, "gradient", 0.1, 0.5) == pytest.approx(s / 4)
     assert wrong.charge(0, "trace", 0.1, 0.5) == pytest.approx(s)      # other releases untouched
@@ -79,6 +80,8 @@ def test_broken_ledgers_only_change_the_returned_sigma():
     assert half.spent_rho == pytest.approx(0.5) and wrong.spent_rho == pytest.approx(1.0)
     # the entries are those of the production ledger; only the returned sigma differs
     assert wrong.entries[0] == ok.entries[0] and tenth.returned == [pytest.approx(s / 10)]
+    with pytest.raises(ValueError, match="broken='quarter-noise' is unknown; choose one of none, half-noise"):
+        AuditLedger(1.0, "quarter-noise")
 
 
 def test_pinned_rng_pins_the_start_and_records_draws():
@@ -254,11 +257,12 @@ def test_patched_noise_is_scoped_and_correct_runs_within_claim(name, patched):
 # ---- power of the AOP and cubic Newton audits (issue 6: a broken variant must be flagged) ----------
 def test_cubic_newton_inner_releases_attain_the_sensitivity():
     """Every inner model-gradient release moves by the opposed canary's -u/(n+1), >= 95% of the
-    stated bound (L0 + L1 D)/n at the audited diameter 0.1; the replay reproduces the output."""
+    stated bound (L0 + L1 D)/n at the audited diameter 0.1; the statistic read from the run's
+    transcript agrees with the recorded draws and the ledger's sigma."""
     from dpnewton.algorithms import RunContext, get_algorithm
     from dpnewton.algorithms.cubic_newton import lipschitz_constants
     from dpnewton.audit import canary_pair, find_mechanism
-    from dpnewton.audit.mechanisms import AuditLedger, _cubic_inner_releases
+    from dpnewton.audit.mechanisms import _cubic_inner_releases
     from dpnewton.seeding import RunIdentity
 
     mech = find_mechanism("cubic-newton")
@@ -270,8 +274,8 @@ def test_cubic_newton_inner_releases_attain_the_sensitivity():
     for problem, shift in ((pair.D, 0.0), (pair.D_prime, -1 / 51)):
         ctxs = [RunContext(RunIdentity("x", "cubic-newton", EPS, i, 1), EPS, pair.delta, "gdp", 0.4,
                            AuditLedger(0.4), PinnedStartRng(base, pair.w0)) for i in range(30)]
-        W = np.stack([r.w for r in get_algorithm("cubic-newton").run(problem, ctxs, dict(mech.hyper))])
-        first, total = _cubic_inner_releases(problem, pair, mech, "none", ctxs, W)
+        results = get_algorithm("cubic-newton").run(problem, ctxs, {**mech.hyper, "record_releases": True})
+        first, total = _cubic_inner_releases(pair, mech, results)
         for f, t, c in zip(first, total, ctxs):
             sigma, xi_u = c.ledger.returned[0], np.array([x[0] for x in c.rng.draws])
             assert xi_u.size == 20
@@ -279,8 +283,9 @@ def test_cubic_newton_inner_releases_attain_the_sensitivity():
             theta0 = pair.w0 * (D / 2)
             g_u = problem.grad(theta0)[0] + 0.01 * theta0[0]
             assert f == pytest.approx(g_u + sigma * xi_u[0], abs=1e-12)
-        with pytest.raises(RuntimeError, match="replay"):       # a wrong sigma does not reproduce the output
-            _cubic_inner_releases(problem, pair, mech, "half-noise", ctxs, W)
+        results[3].diagnostics["inner_steps"] = 19          # a transcript of the wrong length is refused
+        with pytest.raises(RuntimeError, match="one outer step of N = 19"):
+            _cubic_inner_releases(pair, mech, results)
 
 
 def test_cubic_newton_correct_within_claim_and_broken_variants_flagged():

@@ -64,6 +64,30 @@ def test_ledger_sums_to_rho_and_deterministic():
     assert not np.array_equal(a[0].w, a[1].w)
 
 
+def test_record_releases_changes_nothing_and_records_n_by_d_per_outer_step():
+    p = _problem(300)
+    hyper = {**HYPER, "max_inner": 7}
+    off = run_algorithm(p, "syn", "cubic-newton", 1.0, [0, 1], [1, 3], delta=1e-6, hyper=hyper)
+    on = run_algorithm(p, "syn", "cubic-newton", 1.0, [0, 1], [1, 3], delta=1e-6,
+                       hyper={**hyper, "record_releases": True})
+    assert len(on) == len(off) == 4
+    for x, y in zip(off, on):
+        assert np.array_equal(x.w, y.w) and np.array_equal(x.excess_loss, y.excess_loss)
+        assert x.ledger.entries == y.ledger.entries and x.ledger.spent_rho == y.ledger.spent_rho
+        assert "inner_releases" not in x.diagnostics                 # default off: nothing stored
+        assert {k: v for k, v in y.diagnostics.items() if k != "inner_releases"} == x.diagnostics
+        steps = y.diagnostics["inner_releases"]
+        N = y.diagnostics["inner_steps"]
+        assert N == 7 and len(steps) == len(y.excess_loss) - 1        # one (thetas, releases) per outer step
+        for thetas, releases in steps:
+            assert thetas.shape == releases.shape == (N, 3)
+            for i in range(N - 1):       # theta_{i+1} = Proj_W(theta_i - eta_i g^_i), eta_i = 2/(mu (i+2))
+                step = thetas[i] - 2 / (0.1 * (i + 2)) * releases[i]
+                assert np.array_equal(thetas[i + 1], cn.project_ball(step, 2.0))
+        # the first inner point of the first outer step is the run's start (a unit vector in the ball)
+        assert np.linalg.norm(steps[0][0][0]) == pytest.approx(1.0)
+
+
 def test_noiseless_limit_reaches_constrained_optimum():
     p = _problem(500)
     res = run_algorithm(p, "syn", "cubic-newton", 1.0, [0], [8], delta=1e-6, hyper={**HYPER, "noise": False})

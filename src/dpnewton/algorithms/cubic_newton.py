@@ -47,6 +47,13 @@ Evaluation: the excess loss is F(w_t) - F(w_W*), i.e. relative to the optimum of
 KKT multiplier nu >= 0 found by bisection so that ||w|| = R when the constraint binds). The
 unregularised excess loss of the output (vs. the problem's attached optimum) is reported in
 ``diagnostics["unregularised_excess_loss"]`` when an optimum is attached.
+
+Transcript (testing / privacy audit only): with ``record_releases=True`` each run's
+``diagnostics["inner_releases"]`` holds, per outer step, ``(thetas, releases)``, two N x d arrays: the
+points theta_i at which the inner model gradients were evaluated and the released noisy model
+gradients g^_i = m(theta_i) + sigma xi_i (:func:`model_gradient` gives m). Recording only stores
+copies: the output, the losses, the ledger and the random stream are those of the run without it
+(off by default, so production runs store nothing extra).
 """
 
 from __future__ import annotations
@@ -71,6 +78,8 @@ class CubicNewtonConfig:
     diameter: float = 10.0    # D: W is the ball of radius D/2 around 0
     max_inner: int = 500      # cap on N (Algorithm 2 steps per outer step)
     noise: bool = True        # False: noiseless (testing only; the run is then not private)
+    record_releases: bool = False  # True: keep the inner releases in diagnostics["inner_releases"]
+    #                                (testing / privacy audit only; changes no number or random draw)
 
     def checked(self) -> "CubicNewtonConfig":
         if not (isinstance(self.mu, (int, float)) and math.isfinite(self.mu) and self.mu > 0):
@@ -159,22 +168,32 @@ def constrained_regularised_optimum(problem: LogisticProblem, mu: float, radius:
     return cache[key]
 
 
+def model_gradient(g: np.ndarray, H: np.ndarray, theta0: np.ndarray, L2: float, theta: np.ndarray) -> np.ndarray:
+    """Gradient of the cubic model at theta: g + H(theta - theta0) + (L2/2)||theta - theta0||(theta - theta0)."""
+    u = theta - theta0
+    return g + H @ u + (0.5 * L2 * float(np.linalg.norm(u))) * u
+
+
 def dp_cubic_solver(g: np.ndarray, H: np.ndarray, theta0: np.ndarray, N: int, mu: float, L2: float,
-                    radius: float, sigma: float, rng: np.random.Generator, charge=None) -> np.ndarray:
+                    radius: float, sigma: float, rng: np.random.Generator, charge=None,
+                    record: list | None = None) -> np.ndarray:
     """Algorithm 2 on the cubic model (g, H, theta0); ``charge()`` is called before each release.
 
     Random stream: one ``rng.standard_normal(d)`` per inner step (none when sigma == 0).
+    ``record`` (a list, testing / audit only): gets one pair (theta_i, released model gradient) per
+    inner step i = 0..N-1, the release being m(theta_i) + sigma xi_i; nothing else changes.
     """
     d = theta0.shape[0]
     theta = theta0.copy()
     avg = np.zeros(d)
     for i in range(N):
-        u = theta - theta0
-        grad = g + H @ u + (0.5 * L2 * float(np.linalg.norm(u))) * u
+        grad = model_gradient(g, H, theta0, L2, theta)
         if charge is not None:
             charge()
         if sigma > 0:
             grad = grad + sigma * rng.standard_normal(d)
+        if record is not None:
+            record.append((theta, grad))
         theta = project_ball(theta - (2.0 / (mu * (i + 2))) * grad, radius)
         avg += (2.0 * (i + 1) / (N * (N + 1))) * theta     # weight of theta_{i+1}
     return project_ball(avg, radius)  # a convex combination of points of W; projection only guards rounding
@@ -199,6 +218,7 @@ def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
         losses = np.empty(T + 1)
         elapsed = np.zeros(T + 1)
         total = 0.0
+        releases = [] if cfg.record_releases else None
         for t in range(T):
             start = time.perf_counter()
             m = problem.margins(w)
@@ -209,14 +229,19 @@ def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
                 charge = (lambda t=t: ledger.charge(t, "model-gradient", sens, rho_t / N))
             else:
                 sigma, charge = 0.0, None
-            w_next = dp_cubic_solver(g, H, w, N, mu, L2, R, sigma, rng, charge)
+            record = None if releases is None else []
+            w_next = dp_cubic_solver(g, H, w, N, mu, L2, R, sigma, rng, charge, record)
             total += time.perf_counter() - start
+            if record is not None:
+                releases.append((np.array([th for th, _ in record]), np.array([rel for _, rel in record])))
             losses[t] = float(problem.loss_from_margins(m)) + 0.5 * mu * float(w @ w)
             elapsed[t + 1] = total
             w = w_next
         losses[T] = regularised_loss(problem, w, mu)
         diag = {"diverged": bool(not np.isfinite(w).all()), "inner_steps": N, "mu": mu, "diameter": D,
                 "L0": L0, "L1": L1, "L2": L2, "excess_reference": "regularised loss over the ball"}
+        if releases is not None:
+            diag["inner_releases"] = releases
         if problem.loss_opt is not None:
             diag["unregularised_excess_loss"] = float(problem.loss(w)) - problem.loss_opt
         results.append(RunResult(ctx.identity, w, losses - f_opt, elapsed, ledger, 0, diag))

@@ -4,13 +4,15 @@ What runs is the *real* algorithm code (``get_algorithm(name).run``), fed with c
 :class:`~dpnewton.algorithms.RunContext` objects:
 
 * the ledger is an :class:`AuditLedger` (a :class:`~dpnewton.privacy.PrivacyLedger` that also
-  remembers the sigma it handed out). For the zCDP-ledger methods the broken variants are ledger
-  subclasses that change only the sigma ``charge`` returns, by :func:`noise_factor`: ``half-noise``
-  sigma/2, ``tenth-noise`` sigma/10 (every release), ``wrong-sensitivity`` sigma/4 for the gradient
-  (noise for the SOI bound 1/(4n) instead of 1/n). Methods whose noise does not come from ``charge``
-  get the same variants another way (:attr:`AuditMechanism.calibration`): hand-set noise multipliers
-  for the accountant-calibrated minibatch methods, a scoped wrapper of the noise-scale function for
-  AOP and cubic Newton. No production code path is modified;
+  remembers the sigma it handed out). For the zCDP-ledger methods a broken variant is the same
+  ledger built with ``broken=...``, which changes only the sigma ``charge`` returns, by
+  :func:`noise_factor`: ``half-noise`` sigma/2, ``tenth-noise`` sigma/10 (every release),
+  ``wrong-sensitivity`` sigma/4 for the gradient (noise for the SOI bound 1/(4n) instead of 1/n).
+  Methods whose noise does not come from ``charge`` get the same variants another way
+  (:attr:`AuditMechanism.calibration`): hand-set noise multipliers for the accountant-calibrated
+  minibatch methods, a scoped wrapper of the noise-scale function for AOP and cubic Newton. No
+  production code path is modified (cubic Newton runs with its audit option ``record_releases``,
+  which only keeps a copy of the inner releases);
 * the random generator is a :class:`PinnedStartRng`: it returns a fixed starting point for the
   first draw (``random_unit_vector``) so every trial starts at the same w0, then serves - and
   records - the run's Gaussian and uniform draws from one shared generator.
@@ -57,6 +59,13 @@ BROKEN_VARIANTS = ("none", "half-noise", "wrong-sensitivity", "tenth-noise")
 GRADIENT_QUANTITIES = ("gradient", "model-gradient", "objective")
 
 
+def _check_broken(broken: str) -> str:
+    """``broken`` itself if it names a variant of :data:`BROKEN_VARIANTS`, else a ValueError."""
+    if broken not in BROKEN_VARIANTS:
+        raise ValueError(f"broken={broken!r} is unknown; choose one of {', '.join(BROKEN_VARIANTS)}")
+    return broken
+
+
 def noise_factor(broken: str, quantity: str) -> float:
     """Factor a broken variant applies to the noise scale of one release (1 for ``none``).
 
@@ -64,52 +73,28 @@ def noise_factor(broken: str, quantity: str) -> float:
     gradient-type releases (:data:`GRADIENT_QUANTITIES`: noise for the SOI bound 1/(4n) instead of
     the gradient's 1/n, paper_spec 6), other releases untouched.
     """
-    if broken == "wrong-sensitivity":
+    if _check_broken(broken) == "wrong-sensitivity":
         return 0.25 if quantity in GRADIENT_QUANTITIES else 1.0
-    factors = {"none": 1.0, "half-noise": 0.5, "tenth-noise": 0.1}
-    if broken not in factors:
-        raise ValueError(f"broken={broken!r} is unknown; choose one of {', '.join(BROKEN_VARIANTS)}")
-    return factors[broken]
+    return {"none": 1.0, "half-noise": 0.5, "tenth-noise": 0.1}[broken]
 
 
 class AuditLedger(PrivacyLedger):
     """The production ledger; it also keeps the sigma each ``charge`` returned (``returned``).
 
-    Subclasses set ``broken``: the entry is recorded as the production ledger does, the returned
-    sigma is scaled by :func:`noise_factor` (the only change a broken variant makes).
+    ``broken`` (one of :data:`BROKEN_VARIANTS`, default ``"none"``): the entry is recorded as the
+    production ledger does, the returned sigma is scaled by :func:`noise_factor` (the only change a
+    broken variant makes; ``none`` returns the production sigma).
     """
 
-    broken = "none"
-
-    def __init__(self, budget_rho: float):
+    def __init__(self, budget_rho: float, broken: str = "none"):
         super().__init__(budget_rho)
+        self.broken = _check_broken(broken)
         self.returned: list[float] = []
 
     def charge(self, step: int, quantity: str, sensitivity: float, rho: float) -> float:
         sigma = noise_factor(self.broken, quantity) * PrivacyLedger.charge(self, step, quantity, sensitivity, rho)
         self.returned.append(sigma)
         return sigma
-
-
-class HalfNoiseLedger(AuditLedger):
-    """Broken: every release gets half the noise it is charged for."""
-
-    broken = "half-noise"
-
-
-class WrongSensitivityLedger(AuditLedger):
-    """Broken: the gradient is calibrated with the SOI bound 1/(4n) instead of its 1/n."""
-
-    broken = "wrong-sensitivity"
-
-
-class TenthNoiseLedger(AuditLedger):
-    """Broken: every release gets a tenth of the noise it is charged for."""
-
-    broken = "tenth-noise"
-
-
-LEDGERS = {cls.broken: cls for cls in (AuditLedger, HalfNoiseLedger, WrongSensitivityLedger, TenthNoiseLedger)}
 
 
 class PinnedStartRng:
@@ -318,8 +303,8 @@ def _patched_noise(mech: AuditMechanism, broken: str):
         original = module.dp_cubic_solver
         factor = noise_factor(broken, "model-gradient")
 
-        def replacement(g, H, theta0, N, mu, L2, radius, sigma, rng, charge=None):
-            return original(g, H, theta0, N, mu, L2, radius, sigma * factor, rng, charge)
+        def replacement(g, H, theta0, N, mu, L2, radius, sigma, rng, charge=None, record=None):
+            return original(g, H, theta0, N, mu, L2, radius, sigma * factor, rng, charge, record)
 
         name = "dp_cubic_solver"
     setattr(module, name, replacement)
@@ -368,52 +353,45 @@ def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: Au
     return out
 
 
-def _cubic_inner_releases(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism, broken: str,
-                          contexts, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cubic Newton (T = 1): the N inner releases, replayed from the recorded draws [paper_spec 5].
+def _cubic_inner_releases(pair: CanaryPair, mech: AuditMechanism, results) -> tuple[np.ndarray, np.ndarray]:
+    """Cubic Newton (T = 1): the N inner releases, read from the production run's transcript [paper_spec 5].
 
     Algorithm 2 releases g^_i = m(theta_i) + sigma xi_i, m(theta) = g + H(theta - theta0)
     + (L2/2)||theta - theta0||(theta - theta0) the model gradient of this side's data, and moves to
-    theta_{i+1} = Proj_W(theta_i - eta_i g^_i). The replay rebuilds every g^_i from the draws xi_i and
-    the sigma of the run (ledger's sigma times the broken variant's :func:`noise_factor`) and checks
-    that it reproduces the production output. Returns per trial <g^_0, u> (the first release) and
-    the transcript statistic sum_i <g^_i - m_D(theta_i), u>, where m_D is the model gradient of D at
-    the replayed theta_i: a fixed function of the released transcript (theta_i are post-processing
-    of earlier releases). On D it is sigma sum_i <xi_i, u>; on D' each term is shifted by the canary's
-    change of the model gradient (-1/(n+1) for every i with the ``opposed`` canary: D and D' have
-    the same Hessian), so for a constant shift it is the Neyman-Pearson statistic of the whole
-    step's N releases (composition of N Gaussians, each at rho~/N).
+    theta_{i+1} = Proj_W(theta_i - eta_i g^_i). The runs were made with ``record_releases`` (set by
+    :func:`run_trials`), so each result's ``diagnostics["inner_releases"]`` holds the points theta_i
+    and the releases g^_i exactly as the production code computed them (with the broken variant's
+    sigma when patched); checked: one outer step of N = ``diagnostics["inner_steps"]`` releases, as
+    many as the ledger was charged for.
+    Returns per trial <g^_0, u> (the first release) and the transcript statistic
+    sum_i <g^_i - m_D(theta_i), u>, where m_D (:func:`~dpnewton.algorithms.cubic_newton.model_gradient`)
+    is the model gradient of D at the released theta_i (theta_0 = the run's start): a fixed function
+    of the released transcript (theta_i are post-processing of earlier releases). On D it is
+    sigma sum_i <xi_i, u>; on D' each term is shifted by the canary's change of the model gradient
+    (-1/(n+1) for every i with the ``opposed`` canary: D and D' have the same Hessian), so for a
+    constant shift it is the Neyman-Pearson statistic of the whole step's N releases (composition of
+    N Gaussians, each at rho~/N).
     """
-    from ..algorithms.cubic_newton import L2_LOGISTIC, CubicNewtonConfig, project_ball
+    from ..algorithms.cubic_newton import model_gradient
 
     if mech.iterations != 1:
-        raise ValueError("the inner-release replay covers T = 1 (one outer step)")
-    cfg = CubicNewtonConfig(**mech.hyper).checked()
-    mu, radius = cfg.mu, cfg.diameter / 2.0
-    theta0 = project_ball(pair.w0 / np.linalg.norm(pair.w0), radius)   # the pinned start as the code builds it
-
-    def model_parts(p: LogisticProblem):
-        m = p.margins(theta0)
-        return p.grad_from_margins(m) + mu * theta0, p.soi_from_margins(m, "hessian") + mu * np.eye(theta0.size)
-
-    g, H = model_parts(problem)
-    g_D, H_D = model_parts(pair.D)
-    first, total = np.empty(len(contexts)), np.empty(len(contexts))
-    for k, c in enumerate(contexts):
-        sigma = c.ledger.returned[0] * noise_factor(broken, "model-gradient")
-        N = len(c.rng.draws)
-        theta, avg, stat = theta0.copy(), np.zeros_like(theta0), 0.0
-        for i, xi in enumerate(c.rng.draws):
-            u = theta - theta0
-            cubic = (0.5 * L2_LOGISTIC * float(np.linalg.norm(u))) * u
-            released = g + H @ u + cubic + sigma * xi
-            stat += float((released - (g_D + H_D @ u + cubic)) @ pair.canary)
-            if i == 0:
-                first[k] = float(released @ pair.canary)
-            theta = project_ball(theta - (2.0 / (mu * (i + 2))) * released, radius)
-            avg += (2.0 * (i + 1) / (N * (N + 1))) * theta
-        if not np.allclose(project_ball(avg, radius), W[k], rtol=1e-9, atol=1e-12):
-            raise RuntimeError("cubic Newton: the replay of the inner releases does not reproduce the output")
+        raise ValueError("the inner-release statistic covers T = 1 (one outer step)")
+    first, total = np.empty(len(results)), np.empty(len(results))
+    for k, r in enumerate(results):
+        diag = r.diagnostics
+        steps, N = diag["inner_releases"], diag["inner_steps"]
+        shapes = {a.shape for a in steps[0]} if len(steps) == 1 else set()
+        if shapes != {(N, pair.w0.size)} or len(r.ledger.entries) != N:
+            raise RuntimeError(f"cubic Newton: expected one outer step of N = {N} recorded and charged releases")
+        thetas, releases = steps[0]
+        theta0, mu = thetas[0], diag["mu"]
+        m = pair.D.margins(theta0)     # D's cubic model at the run's start
+        g_D = pair.D.grad_from_margins(m) + mu * theta0
+        H_D = pair.D.soi_from_margins(m, "hessian") + mu * np.eye(theta0.size)
+        stat = 0.0
+        for theta, released in zip(thetas, releases):
+            stat += float((released - model_gradient(g_D, H_D, theta0, diag["L2"], theta)) @ pair.canary)
+        first[k] = float(releases[0] @ pair.canary)
         total[k] = stat
     return first, total
 
@@ -456,8 +434,7 @@ def _first_trace_release(problem: LogisticProblem, pair: CanaryPair, mech: Audit
 def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, epsilon: float,
                conversion: str = "gdp", broken: str = "none", seed: int = 0) -> TrialBatch:
     """Run the production optimizer ``trials`` times on D (side "D") or D' (side "D'")."""
-    if broken not in LEDGERS:
-        raise ValueError(f"broken={broken!r} is unknown; choose one of {', '.join(BROKEN_VARIANTS)}")
+    _check_broken(broken)
     if side not in ("D", "D'"):
         raise ValueError(f"side={side!r} must be 'D' or \"D'\"")
     if trials < 1:
@@ -468,20 +445,23 @@ def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, e
     base = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
         [seed, zlib.crc32(mech.name.encode()), 0 if side == "D" else 1, BROKEN_VARIANTS.index(broken), trials,
          mech.iterations])))
-    ledger_cls = LEDGERS[broken] if mech.calibration == "ledger" else AuditLedger
+    ledger_broken = broken if mech.calibration == "ledger" else "none"   # the others: see _patched_noise
     hyper = (_accountant_hyper(mech, problem, float(epsilon), pair.delta, broken)
              if mech.calibration == "accountant" else dict(mech.hyper))
+    cubic_releases = mech.calibration == "cubic" and bool({"gradient-release", "inner-releases"} & set(mech.levels))
+    if cubic_releases:    # _cubic_inner_releases reads the inner releases from the runs' transcripts
+        hyper["record_releases"] = True
     contexts = []
     for i in range(trials):
         ident = RunIdentity(problem.name, mech.algorithm, float(epsilon), i, mech.iterations)
-        contexts.append(RunContext(ident, float(epsilon), pair.delta, conversion, rho, ledger_cls(rho),
+        contexts.append(RunContext(ident, float(epsilon), pair.delta, conversion, rho, AuditLedger(rho, ledger_broken),
                                    PinnedStartRng(base, pair.w0 if mech.pin_start else None)))
     with threadpool_limits(1), _patched_noise(mech, broken):
         results = spec.run(problem, contexts, dict(hyper))
     W = np.stack([r.w for r in results])
     grad_u = trace = inner = objective = None
-    if mech.calibration == "cubic" and {"gradient-release", "inner-releases"} & set(mech.levels):
-        grad_u, inner = _cubic_inner_releases(problem, pair, mech, broken, contexts, W)
+    if cubic_releases:
+        grad_u, inner = _cubic_inner_releases(pair, mech, results)
     elif "gradient-release" in mech.levels:
         grad_u = _first_gradient_release(problem, pair, mech, hyper, contexts)
     if "trace-release" in mech.levels:
@@ -559,7 +539,6 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
     return claimed_epsilon_of_share(batch.rho, entry.rho / batch.rho, pair.delta)
 
 
-__all__ = ["AuditLedger", "HalfNoiseLedger", "WrongSensitivityLedger", "TenthNoiseLedger", "LEDGERS",
-           "BROKEN_VARIANTS", "GRADIENT_QUANTITIES", "noise_factor", "PinnedStartRng", "CanaryPair", "canary_pair",
-           "AuditMechanism", "default_mechanisms", "run_trials", "statistic", "TrialBatch",
+__all__ = ["AuditLedger", "BROKEN_VARIANTS", "GRADIENT_QUANTITIES", "noise_factor", "PinnedStartRng", "CanaryPair",
+           "canary_pair", "AuditMechanism", "default_mechanisms", "run_trials", "statistic", "TrialBatch",
            "claimed_epsilon_of_level", "CANARIES", "LEVELS"]
