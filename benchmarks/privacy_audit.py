@@ -149,8 +149,8 @@ def write_doc(rows: list[dict], args, total_seconds: float) -> bool:
         "gradient-type noise x 1/4 (calibrated with the SOI bound 1/(4n) instead of 1/n), other noise correct. "
         "`tenth-noise` exists because AOP's `half-noise` cannot be detected by any audit (see Reading). "
         "How they are injected:",
-        "  * zCDP-ledger methods (dp-gd, double-noise Newton, damped Newton): `PrivacyLedger` subclasses that "
-        "record the production entry and change only the returned sigma;",
+        "  * zCDP-ledger methods (dp-gd, double-noise Newton, damped Newton): an `AuditLedger(rho, broken)` (the "
+        "production `PrivacyLedger`) that records the production entry and changes only the returned sigma;",
         "  * accountant-calibrated methods (dp-sgd, minibatch-*): the calibrated multipliers are recomputed as "
         "the code does and passed, scaled, as hand-set `noise_multiplier(s)` (gradient and SOI multipliers; "
         "`wrong-sensitivity` scales the gradient's only);",
@@ -168,9 +168,10 @@ def write_doc(rows: list[dict], args, total_seconds: float) -> bool:
         "minibatch Newton: (Poisson batch sum + z_g xi)/b_g, rebuilt from the recorded coin flips and draw; "
         "cubic Newton: the first of the N inner noisy model gradients), statistic -<g~_0, u>; `trace-release` = "
         "the first released noisy trace tr H(w0) + s_tr xi of the adaptive lambda, statistic itself; "
-        "`inner-releases` (cubic Newton, T = 1) = all N noisy model gradients g^_i of Algorithm 2, replayed "
-        "from the recorded draws (the replay must reproduce the production output), statistic "
-        "-sum_i <g^_i - m_D(theta_i), u> with m_D the model gradient of D at the replayed iterate (a fixed "
+        "`inner-releases` (cubic Newton, T = 1) = all N noisy model gradients g^_i of Algorithm 2, recorded "
+        "by the production solver itself (`CubicNewtonConfig.record_releases`, audit-only; it changes no number "
+        "of the run), statistic "
+        "-sum_i <g^_i - m_D(theta_i), u> with m_D the model gradient of D at the recorded iterate (a fixed "
         "function of the transcript; with the `opposed` canary every term is shifted by the same 1/(n+1), so "
         "this is the likelihood-ratio statistic of the N composed Gaussians); `objective-release` (AOP) = the "
         "perturbed minimiser theta^ before the output noise (output - sigma_out xi_out; the rebuild checks "
