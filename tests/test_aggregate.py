@@ -53,7 +53,8 @@ def test_best_t_argmin_ties_and_edges():
     assert best.loc["c", "runtime_s_mean"] == pytest.approx((0.04 + 0.08) / 2)
     assert best.loc["d", "best_T"] == 1 and not best.loc["d", "at_edge"]       # one-value grid: no edge
     # how far an edge cell is from interior: the last step's relative gain
-    assert best.loc["c", "edge_neighbour_T"] == 2 and best.loc["c", "edge_gain"] == pytest.approx((4 - 0.6) / 4)
+    assert best.loc["c", "edge_neighbour_T"] == 2 and best.loc["c", "edge_neighbour_mean"] == pytest.approx(4)
+    assert best.loc["c", "edge_gain"] == pytest.approx((4 - 0.6) / 4)
     assert best.loc["e", "edge_neighbour_T"] == 30 and best.loc["e", "edge_gain"] == pytest.approx(0.5)
     assert pd.isna(best.loc["a", "edge_gain"]) and pd.isna(best.loc["a", "edge_neighbour_T"])
     md = agg.edges_markdown(best.reset_index())
