@@ -34,13 +34,23 @@ def test_gradient_and_hessian_match_finite_differences(toy_problem):
         np.testing.assert_allclose(p.hessian(w), fd_hess, rtol=1e-5, atol=1e-8)
 
 
-def test_minibatch_rows_match_subproblem(toy_problem):
+def test_batch_is_the_subproblem_of_its_rows(toy_problem):
     rows = np.arange(0, toy_problem.n, 3)
-    sub = LogisticProblem(toy_problem.Z[rows])
+    batch = toy_problem.batch(rows)
     w = np.linspace(-1, 1, toy_problem.d)
-    assert toy_problem.loss(w, rows) == pytest.approx(sub.loss(w), rel=1e-14)
-    np.testing.assert_allclose(toy_problem.grad(w, rows), sub.grad(w), rtol=1e-13)
-    np.testing.assert_allclose(toy_problem.qu(w, rows), sub.qu(w), rtol=1e-12)
+    assert (batch.n, batch.d) == (rows.size, toy_problem.d)
+    by_hand = np.logaddexp(0.0, -(toy_problem.Z[rows] @ w)).mean()
+    assert batch.loss(w) == pytest.approx(by_hand, rel=1e-14)
+    c = hessian_coefficient(toy_problem.Z[rows] @ w)
+    np.testing.assert_allclose(batch.hessian(w), (toy_problem.Z[rows].T * c) @ toy_problem.Z[rows] / rows.size,
+                               rtol=1e-12)
+    assert batch._work is toy_problem._work  # the Gram buffer is shared, not reallocated per step
+
+
+def test_losses_of_many_points_match_one_at_a_time(toy_problem):
+    points = np.random.default_rng(3).standard_normal((300, toy_problem.d))  # several chunks
+    one_at_a_time = np.array([toy_problem.loss(w) for w in points])
+    np.testing.assert_allclose(toy_problem.losses(points), one_at_a_time, rtol=1e-13)
 
 
 def test_stable_for_huge_margins():

@@ -66,7 +66,9 @@ def test_newton_step_matches_hand_computation(soi, mod):
 
 
 def test_empty_batches_give_no_nan():
-    assert mb.gradient_sum(PROBLEM, np.zeros(4), np.array([], dtype=int)).tolist() == [0.0] * 4
+    empty = PROBLEM.batch(np.array([], dtype=int))
+    assert mb.gradient_sum(empty, np.zeros(4)).tolist() == [0.0] * 4
+    assert mb.soi_sum(empty, np.zeros(4), "hessian").tolist() == [[0.0] * 4] * 4
     res = run_algorithm(PROBLEM, "syn", "minibatch-hess-clip", 1.0, [0], [20],
                         hyper={"batch_grad": 1, "batch_hess": 1, "noise_multipliers": (0.5, 0.5)})
     sizes = res[0].diagnostics["realised_batches"]

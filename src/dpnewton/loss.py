@@ -11,8 +11,8 @@ analysis assumes). With margins m_i = <z_i, w>:
   q(0) = 1/4, the global quadratic upper bound of Lemma 5.1 [P section 5.3].
 
 Both SOIs are sums of PSD rank-one terms with eigenvalue <= 1/4 (Remark 5.3), which gives the
-sensitivities used in the optimizers. Every function takes an optional index array ``rows`` (a
-minibatch); the mean is then over those rows.
+sensitivities used in the optimizers. A minibatch is a problem of its own, :meth:`LogisticProblem.batch`:
+its rows are gathered once and every pass of the step reads that copy; means are then over the batch.
 
 Passes over Z are made one block of rows at a time (:func:`row_block`, sized to stay in cache).
 For a stack of runs each run gets its own matrix-vector product per block, so a run's
@@ -27,6 +27,8 @@ from scipy import special
 from scipy.linalg import blas
 
 FIRST_ORDER_BLOCK_BYTES = 1 << 18
+EVALUATION_BLOCK_BYTES = 1 << 24
+"""Size of one margins block Z W_c^T when many points are evaluated at once (:meth:`LogisticProblem.losses`)."""
 """Block size of the stacked first-order pass: every run of a batch re-reads the block from cache."""
 GRAM_BLOCK_BYTES = 1 << 20
 """Block size of the Gram (SOI) pass: larger blocks make each SYRK call more efficient."""
@@ -82,6 +84,26 @@ class LogisticProblem:
         self.loss_opt: float | None = None
         self._work: np.ndarray | None = None
 
+    def batch(self, rows: np.ndarray) -> "LogisticProblem":
+        """The minibatch Z_B (rows ``rows`` of Z) as a problem of its own.
+
+        The rows are gathered once, so the margins, gradient and SOI passes of a step all read the
+        same copy. They are rows of a validated Z, so the checks of the constructor are skipped.
+        """
+        sub = object.__new__(LogisticProblem)
+        sub.Z = self.Z[rows]
+        sub.name = self.name
+        sub.n, sub.d = sub.Z.shape
+        sub.w_opt, sub.loss_opt = None, None
+        sub._work = self._gram_buffer()
+        return sub
+
+    def _gram_buffer(self) -> np.ndarray:
+        """The reused (block x d) buffer of :meth:`_gram_pass`, shared with this problem's batches."""
+        if self._work is None:
+            self._work = np.empty((row_block(self.d, GRAM_BLOCK_BYTES), self.d))
+        return self._work
+
     @classmethod
     def from_xy(cls, X: np.ndarray, y: np.ndarray, name: str = "data") -> "LogisticProblem":
         """z_i = y_i x_i / max(1, ||x_i||) (paper_spec 1.2: per-row projection onto the unit ball)."""
@@ -99,11 +121,8 @@ class LogisticProblem:
         self.w_opt = np.asarray(w_opt, dtype=np.float64)
         self.loss_opt = float(self.loss(self.w_opt)) if loss_opt is None else float(loss_opt)
 
-    # ---- rows / margins ---------------------------------------------------------------------
-    def rows(self, rows=None) -> np.ndarray:
-        return self.Z if rows is None else self.Z[rows]
-
-    def margins(self, w: np.ndarray, rows=None) -> np.ndarray:
+    # ---- margins ---------------------------------------------------------------------------
+    def margins(self, w: np.ndarray) -> np.ndarray:
         """m = Z w (n,) for one w, or Z W^T (n, S) for a stack W (S, d).
 
         A stack is computed block by block with one matrix-vector product per run, so each run's
@@ -111,14 +130,13 @@ class LogisticProblem:
         optimizer uses one of the two forms for all its runs (batched first-order optimizers pass
         stacks, even of one run), so its results never depend on batching.
         """
-        Zr = self.rows(rows)
         if w.ndim == 1:
-            return Zr @ w
-        n = Zr.shape[0]
+            return self.Z @ w
+        n = self.n
         Mt = np.empty((w.shape[0], n))
         block = row_block(self.d)
         for a in range(0, n, block):
-            Zb = Zr[a:a + block]
+            Zb = self.Z[a:a + block]
             for j in range(w.shape[0]):
                 np.dot(Zb, w[j], out=Mt[j, a:a + block])
         return Mt.T
@@ -135,23 +153,37 @@ class LogisticProblem:
             return np.logaddexp(0.0, -m).mean()
         return np.logaddexp(0.0, -np.ascontiguousarray(m.T)).mean(axis=1)
 
-    def loss(self, w: np.ndarray, rows=None) -> float | np.ndarray:
-        return self.loss_from_margins(self.margins(w, rows))
+    def loss(self, w: np.ndarray) -> float | np.ndarray:
+        return self.loss_from_margins(self.margins(w))
+
+    def losses(self, points: np.ndarray) -> np.ndarray:
+        """l(w) for every row w of ``points`` (k, d), e.g. all iterates of one run, at matrix speed.
+
+        Chunks of c points get their margins from one matrix product W_c Z^T (c x n), with
+        c = EVALUATION_BLOCK_BYTES / (8 n) (8 to 256), a function of n only; each point's terms
+        are then summed as one contiguous row. A point's loss may differ in the last bits from
+        :meth:`loss` (gemm vs gemv); the chunks depend only on n and the number of points.
+        """
+        points = np.ascontiguousarray(points, dtype=np.float64)
+        chunk = int(min(256, max(8, EVALUATION_BLOCK_BYTES // (8 * self.n))))
+        out = np.empty(points.shape[0])
+        for a in range(0, points.shape[0], chunk):
+            out[a:a + chunk] = np.logaddexp(0.0, -(points[a:a + chunk] @ self.Z.T)).mean(axis=1)
+        return out
 
     def excess_loss(self, w: np.ndarray) -> float | np.ndarray:
         if self.loss_opt is None:
             raise ValueError("the problem has no optimum attached; call set_optimum first")
         return self.loss(w) - self.loss_opt
 
-    def grad_from_margins(self, m: np.ndarray, rows=None) -> np.ndarray:
-        """g = -(1/|B|) Z_B^T sigma(-m) for the margins m (|B|,) of one w; zeros for an empty batch.
+    def grad_from_margins(self, m: np.ndarray) -> np.ndarray:
+        """g = -(1/n) Z^T sigma(-m) for the margins m (n,) of one w; zeros for an empty batch.
 
         Stacks of runs get their gradients from :meth:`margins_and_grads` instead.
         """
-        Zr = self.rows(rows)
-        if Zr.shape[0] == 0:
+        if self.n == 0:
             return np.zeros(self.d)
-        return -(Zr.T @ special.expit(-m)) / Zr.shape[0]
+        return -(self.Z.T @ special.expit(-m)) / self.n
 
     def margins_and_grads(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Z W^T (n, S), mean gradients (S, d)) of a stack of runs in one blocked pass over Z.
@@ -172,11 +204,11 @@ class LogisticProblem:
                 G[j] -= Zbt @ special.expit(-m)
         return Mt.T, G / n
 
-    def grad(self, w: np.ndarray, rows=None) -> np.ndarray:
-        return self.grad_from_margins(self.margins(w, rows), rows)
+    def grad(self, w: np.ndarray) -> np.ndarray:
+        return self.grad_from_margins(self.margins(w))
 
     # ---- second-order information -----------------------------------------------------------
-    def _gram_pass(self, rows=None, coef: np.ndarray | None = None, w: np.ndarray | None = None,
+    def _gram_pass(self, coef: np.ndarray | None = None, w: np.ndarray | None = None,
                    kind: str | None = None):
         """One blocked pass: sum_i c_i z_i z_i^T, plus (given w) the margins and gradient sum.
 
@@ -186,19 +218,17 @@ class LogisticProblem:
         reused buffer and accumulated with SYRK (upper triangle), so no copy of Z is made.
         Returns (gram, gradient sum or None, margins or None).
         """
-        Zr = self.rows(rows)
-        count, d = Zr.shape
+        count, d = self.Z.shape
         block = row_block(d, GRAM_BLOCK_BYTES)
-        if self._work is None:
-            self._work = np.empty((block, d))
+        work = self._gram_buffer()
         upper = np.zeros((d, d), order="F")
         fused = w is not None
         g = np.zeros(d) if fused else None
         m = np.empty(count) if fused else None
         soi_coefficient = SOI_COEFFICIENTS[kind] if fused else None
         for a in range(0, count, block):
-            Zb = Zr[a:a + block]
-            scaled = self._work[:Zb.shape[0]]
+            Zb = self.Z[a:a + block]
+            scaled = work[:Zb.shape[0]]
             if fused:
                 m_b = m[a:a + block]
                 np.dot(Zb, w, out=m_b)
@@ -211,30 +241,29 @@ class LogisticProblem:
         gram = np.triu(upper) + np.triu(upper, 1).T
         return gram, g, m
 
-    def weighted_gram(self, coef: np.ndarray, rows=None) -> np.ndarray:
-        """(1/|B|) Z_B^T diag(coef) Z_B for coef >= 0 (blocked SYRK, see :meth:`_gram_pass`)."""
-        count = self.rows(rows).shape[0]
-        if count == 0:
+    def weighted_gram(self, coef: np.ndarray) -> np.ndarray:
+        """(1/n) Z^T diag(coef) Z for coef >= 0 (blocked SYRK, see :meth:`_gram_pass`)."""
+        if self.n == 0:
             return np.zeros((self.d, self.d))
-        return self._gram_pass(rows, coef=coef)[0] / count
+        return self._gram_pass(coef=coef)[0] / self.n
 
-    def soi_from_margins(self, m: np.ndarray, kind: str, rows=None) -> np.ndarray:
+    def soi_from_margins(self, m: np.ndarray, kind: str) -> np.ndarray:
         if kind not in SOI_COEFFICIENTS:
             raise ValueError(f"soi={kind!r} is unknown; choose 'hessian' or 'qu'")
-        return self.weighted_gram(SOI_COEFFICIENTS[kind](m), rows)
+        return self.weighted_gram(SOI_COEFFICIENTS[kind](m))
 
     def newton_pass(self, w: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(margins Z w, gradient, SOI) of the full data at w in one fused pass over Z."""
         if kind not in SOI_COEFFICIENTS:
             raise ValueError(f"soi={kind!r} is unknown; choose 'hessian' or 'qu'")
-        gram, g, m = self._gram_pass(None, w=w, kind=kind)
+        gram, g, m = self._gram_pass(w=w, kind=kind)
         return m, g / self.n, gram / self.n
 
-    def hessian(self, w: np.ndarray, rows=None) -> np.ndarray:
-        return self.soi_from_margins(self.margins(w, rows), "hessian", rows)
+    def hessian(self, w: np.ndarray) -> np.ndarray:
+        return self.soi_from_margins(self.margins(w), "hessian")
 
-    def qu(self, w: np.ndarray, rows=None) -> np.ndarray:
-        return self.soi_from_margins(self.margins(w, rows), "qu", rows)
+    def qu(self, w: np.ndarray) -> np.ndarray:
+        return self.soi_from_margins(self.margins(w), "qu")
 
     def accuracy(self, w: np.ndarray) -> float:
         """Share of records with y_i <x_i, w> >= 0 (sign is unaffected by the row projection)."""

@@ -7,7 +7,9 @@ runs in its batch.
 
 Timing [paper_spec 9.1]: only the update steps are timed (``time.perf_counter``); evaluating the
 loss of each iterate is not. The margins Z w_t that an update computes anyway are reused for the
-loss of w_t, so evaluation costs no extra pass over Z except for the last iterate.
+loss of w_t, so evaluation costs no extra pass over Z except for the last iterate. Minibatch
+updates compute no full margins; their iterates are kept and evaluated together at the end
+(:meth:`LogisticProblem.losses`: matrix products instead of one matrix-vector pass per iterate).
 """
 
 from __future__ import annotations
@@ -80,23 +82,19 @@ def _loss_opt(problem: LogisticProblem) -> float:
     return np.nan if problem.loss_opt is None else problem.loss_opt
 
 
-StepFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
+StepFn = Callable[[np.ndarray, int], "np.ndarray | tuple[np.ndarray, np.ndarray]"]
 
 
 def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, reset: bool = False,
-                   diagnostics: dict | None = None, margins: str = "before") -> RunResult:
-    """Run T updates of one run: ``w_{t+1} = step(w_t, m_t, t)``.
+                   diagnostics: dict | None = None, full_margins: bool = True) -> RunResult:
+    """Run T updates of one run: ``w_{t+1} = step(w_t, t)``.
 
-    ``margins`` says where the margins m_t = Z w_t come from; they are computed (timed) when the
-    update needs them and reused, untimed, for the excess loss of w_t:
-
-    * ``"before"``: computed here and passed to the step;
-    * ``"step"``: the step computes them in its own fused pass and returns ``(w_{t+1}, m_t)``;
-    * ``"none"``: minibatch steps touch only their batch rows (they get ``m_t = None``); the
-      margins for the loss are computed outside the timer.
+    * ``full_margins=True`` (full-batch updates): the step computes the margins m_t = Z w_t in its
+      own fused pass and returns ``(w_{t+1}, m_t)``; they are reused, untimed, for the loss of w_t.
+    * ``full_margins=False`` (minibatch updates, which touch only their batch rows): the step
+      returns ``w_{t+1}``; the iterates are kept and their losses evaluated together after the
+      last update (:meth:`LogisticProblem.losses`), outside the timer.
     """
-    if margins not in ("before", "step", "none"):
-        raise ValueError(f"margins={margins!r} must be 'before', 'step' or 'none'")
     T = ctx.iterations
     w0 = random_unit_vector(ctx.rng, problem.d)
     cutoff = reset_cutoff(problem, w0) if reset else np.inf
@@ -104,24 +102,31 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
         ctx.ledger.mark_nonprivate("explosion reset (uses the non-private optimum)")
     w = w0
     losses = np.empty(T + 1)
+    iterates = None if full_margins else np.empty((T + 1, problem.d))
     elapsed = np.zeros(T + 1)
     resets = 0
     total = 0.0
     for t in range(T):
         start = time.perf_counter()
-        if margins == "step":
-            w_next, m = step(w, None, t)
+        if full_margins:
+            w_next, m = step(w, t)
         else:
-            m = problem.margins(w) if margins == "before" else None
-            w_next = step(w, m, t)
+            w_next = step(w, t)
         if np.linalg.norm(w_next) > cutoff:
             w_next = w0.copy()
             resets += 1
         total += time.perf_counter() - start
-        losses[t] = problem.loss_from_margins(problem.margins(w) if m is None else m)
+        if full_margins:
+            losses[t] = problem.loss_from_margins(m)
+        else:
+            iterates[t] = w
         elapsed[t + 1] = total
         w = w_next
-    losses[T] = problem.loss(w)
+    if full_margins:
+        losses[T] = problem.loss(w)
+    else:
+        iterates[T] = w
+        losses = problem.losses(iterates)
     diag = dict(diagnostics or {})
     diag["diverged"] = bool(not np.isfinite(w).all())
     return RunResult(ctx.identity, w, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag)

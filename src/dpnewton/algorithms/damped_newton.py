@@ -56,7 +56,7 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
         rho_g = cfg.grad_frac * rho_t
         rho_h = rho_t - rho_g
 
-        def step(w, _m, t):
+        def step(w, t):
             m, g, H = problem.newton_pass(w, "hessian")  # margins, gradient and Hessian in one pass
             g = g + cfg.reg * w
             H = H + cfg.reg * eye
@@ -80,5 +80,5 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
                 eta = armijo_step(phi, phi(0.0), float(p @ g))
             return w - eta * p, m
 
-        results.append(iterate_single(problem, ctx, step, reset=cfg.reset, margins="step"))
+        results.append(iterate_single(problem, ctx, step, reset=cfg.reset))
     return results

@@ -101,7 +101,7 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
         rho_dir = rho_h - rho_tr
         lambdas: list[float] = []
 
-        def step(w, _m, t):
+        def step(w, t):
             m, g, H = problem.newton_pass(w, cfg.soi)  # margins, gradient and SOI in one pass
             s_g = ledger.charge(t, "gradient", 1.0 / n, rho_g)
             g_noisy = g + cfg.reg * w + s_g * rng.standard_normal(d)
@@ -117,7 +117,7 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
             s_dir = ledger.charge(t, "direction", sens, rho_dir)
             return w - direction + s_dir * rng.standard_normal(d), m
 
-        res = iterate_single(problem, ctx, step, reset=cfg.reset, margins="step")
+        res = iterate_single(problem, ctx, step, reset=cfg.reset)
         res.diagnostics["lambda"] = lambdas
         results.append(res)
     return results

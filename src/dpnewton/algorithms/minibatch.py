@@ -54,18 +54,15 @@ def poisson_batch(rng: np.random.Generator, n: int, q: float) -> np.ndarray:
     return np.flatnonzero(rng.random(n) < q)
 
 
-def gradient_sum(problem: LogisticProblem, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """sum_{i in idx} grad f_i(w) = -Z_B^T sigma(-Z_B w), touching only the batch rows; zeros if empty."""
-    if idx.size == 0:
-        return np.zeros(problem.d)
-    return problem.grad_from_margins(problem.margins(w, rows=idx), rows=idx) * idx.size
+def gradient_sum(batch: LogisticProblem, w: np.ndarray) -> np.ndarray:
+    """sum_{i in B} grad f_i(w) = -Z_B^T sigma(-Z_B w) over a batch (:meth:`LogisticProblem.batch`);
+    zeros if it is empty."""
+    return batch.grad_from_margins(batch.margins(w)) * batch.n
 
 
-def soi_sum(problem: LogisticProblem, w: np.ndarray, idx: np.ndarray, kind: str) -> np.ndarray:
-    """sum_{i in idx} SOI_i(w) (d x d), touching only the batch rows; zeros if empty."""
-    if idx.size == 0:
-        return np.zeros((problem.d, problem.d))
-    return problem.soi_from_margins(problem.margins(w, rows=idx), kind, rows=idx) * idx.size
+def soi_sum(batch: LogisticProblem, w: np.ndarray, kind: str) -> np.ndarray:
+    """sum_{i in B} SOI_i(w) (d x d) over a batch; zeros if it is empty."""
+    return batch.soi_from_margins(batch.margins(w), kind) * batch.n
 
 
 def _expected_batch(value, n: int, frac: float, name: str) -> float:
@@ -94,7 +91,7 @@ def dp_sgd_step(problem: LogisticProblem, w: np.ndarray, rng: np.random.Generato
                 b: float, z: float, step: float) -> np.ndarray:
     """One DP-SGD update (random stream: mask, then gradient noise)."""
     idx = poisson_batch(rng, problem.n, b / problem.n)
-    noisy_sum = gradient_sum(problem, w, idx) + z * rng.standard_normal(problem.d)
+    noisy_sum = gradient_sum(problem.batch(idx), w) + z * rng.standard_normal(problem.d)
     return w - step * noisy_sum / b
 
 
@@ -116,8 +113,8 @@ def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdCon
                 raise ValueError(f"noise_multiplier={z!r} must be >= 0")
             ctx.ledger.mark_nonprivate(f"noise multiplier fixed by hand to {z!r} (not calibrated)")
         rng = ctx.rng
-        res = iterate_single(problem, ctx, lambda w, _m, t: dp_sgd_step(problem, w, rng, b, z, cfg.step),
-                             margins="none")
+        res = iterate_single(problem, ctx, lambda w, t: dp_sgd_step(problem, w, rng, b, z, cfg.step),
+                             full_margins=False)
         res.diagnostics.update({"noise_multiplier": z, "batch_size": b})
         results.append(res)
     return results
@@ -169,8 +166,8 @@ def minibatch_newton_step(problem: LogisticProblem, w: np.ndarray, rng: np.rando
     n, d = problem.n, problem.d
     idx_g = poisson_batch(rng, n, b_g / n)
     idx_h = poisson_batch(rng, n, b_h / n)
-    g_noisy = (gradient_sum(problem, w, idx_g) + z_g * rng.standard_normal(d)) / b_g
-    H = soi_sum(problem, w, idx_h, cfg.soi) / b_h
+    g_noisy = (gradient_sum(problem.batch(idx_g), w) + z_g * rng.standard_normal(d)) / b_g
+    H = soi_sum(problem.batch(idx_h), w, cfg.soi) / b_h
     lam = effective_lambda(cfg.lambda0, b_h, cfg.modification)
     direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
     s2 = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, b_h, cfg.modification)
@@ -199,12 +196,12 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
         rng = ctx.rng
         sizes: list[tuple[int, int]] = []
 
-        def step(w, _m, t, rng=rng, z_g=z_g, z_h=z_h, sizes=sizes):
+        def step(w, t, rng=rng, z_g=z_g, z_h=z_h, sizes=sizes):
             w_next, _lam, kg, kh = minibatch_newton_step(problem, w, rng, cfg, b_g, b_h, z_g, z_h)
             sizes.append((kg, kh))
             return w_next
 
-        res = iterate_single(problem, ctx, step, margins="none")
+        res = iterate_single(problem, ctx, step, full_margins=False)
         res.diagnostics.update({"noise_multipliers": (z_g, z_h), "batch_grad": b_g, "batch_hess": b_h,
                                 "lambda": effective_lambda(cfg.lambda0, b_h, cfg.modification),
                                 "realised_batches": sizes})

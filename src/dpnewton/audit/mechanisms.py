@@ -340,7 +340,7 @@ def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: Au
             z_g = (hyper["noise_multipliers"][0] if "noise_multipliers" in hyper
                    else float(c.ledger.events[0]["noise_multiplier_grad"]))
             idx = np.flatnonzero(c.rng.uniforms[0] < b_g / problem.n)
-            noisy = gradient_sum(problem, pair.w0, idx) + z_g * c.rng.draws[0]
+            noisy = gradient_sum(problem.batch(idx), pair.w0) + z_g * c.rng.draws[0]
             out[i] = (noisy @ pair.canary) / b_g
         return out
     g = problem.grad(pair.w0)
