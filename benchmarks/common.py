@@ -38,6 +38,9 @@ SECTIONS = [
     ("pipeline", "5. End-to-end pipeline"),
     ("pipeline_claims", "5b. Where a large run's time goes: per-job phases of the claims config"),
     ("pipeline_paper_synthetic", "5c. The paper config on synthetic: wall time and per-job phases"),
+    ("pipeline_paper_a1a", "5d. The paper config on a1a: wall time and per-job phases"),
+    ("pipeline_paper_protein", "5e. The paper config on protein: wall time and per-job phases"),
+    ("pipeline_paper_adult", "5f. The paper config on adult: wall time and per-job phases"),
     ("history", "6. History: the old core (lane-padded gemm) and the proposals now applied"),
 ]
 
@@ -231,11 +234,12 @@ def write_readme() -> None:
         if sec.exists():
             envf = RESULTS_DIR / f"{name}.env.json"
             when = json.loads(envf.read_text())["date_utc"] if envf.exists() else "?"
-            script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b",
-                      "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml",
-                      "pipeline_paper_synthetic": "pipeline.py --analyze RUN_DIR --config config/paper.yaml "
-                                                  "--tag pipeline_paper_synthetic"}.get(
-                name, f"{name}.py")
+            if name.startswith("pipeline_paper_"):
+                script = f"pipeline.py --analyze RUN_DIR --config config/paper.yaml --tag {name}"
+            else:
+                script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b",
+                          "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml"}.get(
+                    name, f"{name}.py")
             origin = (f"_Hand-written note (no script), {when}._" if name == "history"
                       else f"_Script `python benchmarks/{script}`, run {when}._")
             parts += [f"## {title}", "", origin, "", sec.read_text().rstrip(), ""]

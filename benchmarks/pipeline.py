@@ -122,6 +122,7 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
         raise SystemExit(f"{run_dir}: no .snakemake/metadata with start/end times")
     wall = max(j["end"] for j in jobs) - min(j["start"] for j in jobs)
     per_ds: dict[str, dict] = {}
+    per_alg: dict[str, dict] = {}
     total = {"dataset": "all", "jobs": 0, "missing_logs": 0}
     keys = ("wall", "start", "load", "compute", "assemble_write", "exit", "update")
     for j in jobs:
@@ -141,7 +142,8 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
             continue
         with open(run_dir / rel) as fh:
             ph["update"] = sum(float(r["runtime_s"]) for r in csv.DictReader(fh) if r.get("runtime_s"))
-        for tgt in (row, total):
+        alg_row = per_alg.setdefault(rel.split("/")[3], {"algorithm": rel.split("/")[3], "jobs": 0})
+        for tgt in (row, total, alg_row):
             tgt["jobs"] += 1
             for k in keys:
                 tgt[k + "_s"] = tgt.get(k + "_s", 0.0) + ph[k]
@@ -167,6 +169,9 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
           f"to the last job end.", "",
           "Run-job phases summed per dataset (seconds of job wall time):", "",
           common.md_table(rows, cols, fmt), "",
+          "Run-job wall time per algorithm (summed over its epsilons and conversions), largest first:", "",
+          common.md_table(sorted(per_alg.values(), key=lambda r: -r["wall_s"]),
+                          ["algorithm", "jobs", "wall_s", "compute_s", "update_s"], fmt), "",
           f"Whole run: {cores} cores x {wall:.0f} s = {cores * wall:.0f} core-s of capacity; run jobs "
           f"{total['wall_s']:.0f} s, of which compute {total['compute_s']:.0f} s; other rules (data, optimum, "
           f"aggregate, figures, claims) {other:.0f} s; capacity left idle by the scheduler {idle:.0f} s. "
