@@ -27,8 +27,6 @@ from scipy import special
 from scipy.linalg import blas
 
 FIRST_ORDER_BLOCK_BYTES = 1 << 18
-EVALUATION_BLOCK_BYTES = 1 << 24
-"""Size of one margins block Z W_c^T when many points are evaluated at once (:meth:`LogisticProblem.losses`)."""
 """Block size of the stacked first-order pass: every run of a batch re-reads the block from cache."""
 GRAM_BLOCK_BYTES = 1 << 20
 """Block size of the Gram (SOI) pass: larger blocks make each SYRK call more efficient."""
@@ -159,16 +157,18 @@ class LogisticProblem:
     def losses(self, points: np.ndarray) -> np.ndarray:
         """l(w) for every row w of ``points`` (k, d), e.g. all iterates of one run, at matrix speed.
 
-        Chunks of c points get their margins from one matrix product W_c Z^T (c x n), with
-        c = EVALUATION_BLOCK_BYTES / (8 n) (8 to 256), a function of n only; each point's terms
-        are then summed as one contiguous row. A point's loss may differ in the last bits from
-        :meth:`loss` (gemm vs gemv); the chunks depend only on n and the number of points.
+        Chunks of c = d/4 points (8 to 256) get their margins from one matrix product W_c Z^T
+        (c x n, a quarter of the size of Z, the only work array); each point's terms are then
+        summed as one contiguous row. A point's loss may differ in the last bits from :meth:`loss`
+        (gemm vs gemv); the chunks depend only on d and the number of points.
         """
         points = np.ascontiguousarray(points, dtype=np.float64)
-        chunk = int(min(256, max(8, EVALUATION_BLOCK_BYTES // (8 * self.n))))
+        chunk = int(min(256, max(8, self.d // 4)))
         out = np.empty(points.shape[0])
         for a in range(0, points.shape[0], chunk):
-            out[a:a + chunk] = np.logaddexp(0.0, -(points[a:a + chunk] @ self.Z.T)).mean(axis=1)
+            m = points[a:a + chunk] @ self.Z.T
+            np.negative(m, out=m)
+            out[a:a + chunk] = np.logaddexp(0.0, m, out=m).mean(axis=1)
         return out
 
     def excess_loss(self, w: np.ndarray) -> float | np.ndarray:
