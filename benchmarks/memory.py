@@ -25,7 +25,8 @@ import numpy as np
 import common
 
 RUNS = {"hess-clip": dict(seeds=[0], T=5), "dp-gd": dict(seeds=list(range(10)), T=20),
-        "dp-gd-single": dict(seeds=[0], T=20)}
+        "dp-gd-single": dict(seeds=[0], T=20), "dp-sgd": dict(seeds=[0], T=200),
+        "minibatch-hess-clip": dict(seeds=[0], T=20)}
 
 
 def maxrss_bytes():
@@ -118,8 +119,8 @@ def main():
           "Z loaded from a plain .npy. `*_in_Z` = increments in copies of Z (n x d float64): `load_peak` = "
           "high-water mark of loading over the import baseline, `loaded_steady` = RSS once loaded; the "
           "high-water mark is then reset (/proc/self/clear_refs) and `run_extra` = the run's own peak above "
-          "the loaded RSS. `peak_minus_imports` = the process's overall peak. hess-clip: 1 run, T=5; dp-gd: "
-          "batch of 10 runs, T=20; dp-gd-single: 1 run, T=20.", "",
+          "the loaded RSS. `peak_minus_imports` = the process's overall peak. Runs: "
+          + "; ".join(f"{a}: {len(s['seeds'])} run(s) in one call, T={s['T']}" for a, s in RUNS.items()) + ".", "",
           common.md_table(rows, ["dataset", "algorithm", "Z_MiB", "rss_imports_MiB", "peak_rss_MiB",
                                  "load_peak_in_Z", "loaded_steady_in_Z", "run_extra_in_Z", "peak_minus_imports_in_Z",
                                  "hwm_reset"],

@@ -273,8 +273,10 @@ def main():
           "scheduling, serial stretches such as data preparation -> optimum -> runs -> aggregate -> figures). "
           "`run_job_overhead_share` = 1 - sum(runtime_s of every run) / sum(run-job wall): what a run job spends "
           "outside the timed update steps (interpreter start and imports, data loading, the untimed loss "
-          "evaluation, writing CSV/parquet). The load average was sampled every 5 s; other engineers' jobs "
-          "shared the 2 cores, so every time here is an upper bound for an idle machine.",
+          "evaluation, writing CSV/parquet). The load average was sampled every 5 s: "
+          + ("above the core count, other jobs shared the cores, so every time here is an upper bound for an "
+             "idle machine." if row["load_median"] > args.cores + 0.5 else
+             "at most about the core count, so the machine ran little besides this workflow."),
           "", "Log tail: `results/pipeline_snakemake.log`."]
     common.write_section("pipeline", "\n".join(md))
     if not args.keep:
