@@ -66,6 +66,10 @@ def child(path, alg):
     from dpnewton.experiment import run_algorithm
     from dpnewton.loss import LogisticProblem
 
+    # the RDP accountant imports dp_accounting on first use (tens of MiB of modules): import it
+    # here so the minibatch runs' increments count data, not code
+    from dp_accounting.rdp import rdp_privacy_accountant  # noqa: F401
+
     r0 = maxrss_bytes()
     Z = np.load(path)
     p = LogisticProblem(Z, name="mem")
