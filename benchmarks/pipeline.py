@@ -132,7 +132,7 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
         rel = rel.replace(".curves.parquet", ".csv")  # a job is listed under either of its two outputs
         if not rel.endswith(".csv"):
             continue
-        ds = rel.split("/")[2]
+        ds, alg = rel.split("/")[2:4]
         ph = job_phases(run_dir / rel.replace("results/runs/", "logs/runs/").replace(".csv", ".log"),
                         j["start"], j["end"])
         row = per_ds.setdefault(ds, {"dataset": ds, "jobs": 0, "missing_logs": 0})
@@ -142,7 +142,7 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
             continue
         with open(run_dir / rel) as fh:
             ph["update"] = sum(float(r["runtime_s"]) for r in csv.DictReader(fh) if r.get("runtime_s"))
-        alg_row = per_alg.setdefault(rel.split("/")[3], {"algorithm": rel.split("/")[3], "jobs": 0})
+        alg_row = per_alg.setdefault(alg, {"algorithm": alg, "jobs": 0})
         for tgt in (row, total, alg_row):
             tgt["jobs"] += 1
             for k in keys:
