@@ -133,6 +133,42 @@ def test_qu_almost_as_good():
     assert cl.verdict_qu(cells(rows), "s", pairs=(("qu-clip", "hess-clip"),))["verdict"] == cl.REPRODUCED
 
 
+def test_continued_past_cap_moves_only_capped_cells_to_their_limits():
+    rows = [cell("s", "dp-gd", 10, 0.5, se=0.1, runtime=2.0), cell("s", "hess-clip", 10, 0.4, se=0.1)]
+    rows[0]["edge"] = "high"
+    c = cl.continued_past_cap(pd.DataFrame(rows))
+    assert c.loc[0, ["excess_loss_mean", "excess_loss_se"]].tolist() == [0.0, 0.0]
+    assert c.loc[0, "runtime_s_mean"] == 2.0 * cl.UNBOUNDED_RUNTIME
+    assert c.loc[1].equals(pd.DataFrame(rows).loc[1])
+
+
+def _c1_with_capped_dp_gd(capped_eps):
+    """Ours wins at eps 0.01, 0.1, 10 and loses at 1 (3/4: reproduced); DP-GD capped at ``capped_eps``."""
+    rows = []
+    for e, g in ((0.01, 2.0), (0.1, 2.0), (1, 0.5), (10, 1.1)):
+        rows += [cell("s", "hess-clip", e, 1.0), cell("s", "dp-gd", e, g)]
+        if e == capped_eps:
+            rows[-1]["edge"] = "high"
+    frame = pd.DataFrame(rows)
+    verdict = {"claim": "C1", "setting": "a", "dataset": "s"}
+    now = pd.DataFrame([{**verdict, **cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], None)}])
+    past = pd.DataFrame([{**verdict, **cl.verdict_best_loss(
+        cl.setting_cells(cl.continued_past_cap(frame), "a", CONV), "s", OURS, ["dp-gd"], None)}])
+    return cl.with_cap_check(now, past).iloc[0]
+
+
+def test_cap_check_flags_a_verdict_that_rests_on_a_capped_competitor():
+    r = _c1_with_capped_dp_gd(10)  # DP-GD, still improving at its cap, could overtake ours at eps 10
+    assert r["verdict"] == cl.REPRODUCED and r["verdict_past_cap"] == cl.PARTLY and r["cap_sensitive"]
+    assert cl.shown_verdict(pd.DataFrame([r])).iloc[0] == "reproduced [cap: partly]"
+
+
+def test_cap_check_leaves_a_verdict_that_no_continuation_changes():
+    r = _c1_with_capped_dp_gd(1)  # DP-GD already beats ours at eps 1: more iterations change nothing
+    assert r["verdict"] == r["verdict_past_cap"] == cl.REPRODUCED and not r["cap_sensitive"]
+    assert cl.shown_verdict(pd.DataFrame([r])).iloc[0] == "reproduced"
+
+
 def runs_frame(values):
     """values: {(alg, T): [losses per seed]} on dataset s, bs16, eps 1."""
     rows = []
@@ -184,6 +220,8 @@ def test_evaluate_and_markdown_end_to_end():
     runs["rho"], runs["delta"], runs["ledger_rho_total"] = 0.5, 1e-8, 0.5
     summary = agg.summarize(agg.check_privacy(runs))
     best = agg.best_t(summary)
+    assert best["edge"].eq("high").all()  # losses fall as 1/T: every best T is the largest, T = 4
+    best["edge"] = ""  # as if each grid had been extended until its best T is interior
     baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]})
     curves = pd.DataFrame(columns=["dataset", "algorithm", "conversion", "epsilon", "iterate", "elapsed_s_mean",
                                    "excess_loss_mean"])
@@ -194,8 +232,22 @@ def test_evaluate_and_markdown_end_to_end():
     assert set(verdicts["setting"]) >= {"a", "a-tuned", "c"}
     t1 = extra["table1"]
     assert (t1[t1["setting"] == "a"]["ratio"] > 1).all()
+    assert not verdicts["cap_sensitive"].any()  # no best T at a cap
     md = cl.markdown(verdicts, extra, {"datasets": ["s"], "epsilons": ["0.01", "1"], "n_seeds": 4}, baseline)
     assert "non-private" in md and "| C1 best" in md and "Covertype" in md
+
+    # DP-GD's best T at its cap at eps 1 (bs16): ours wins there only while DP-GD is stopped
+    capped = best.copy()
+    capped.loc[(capped["algorithm"] == "dp-gd") & (capped["conversion"] == "bs16")
+               & (capped["epsilon"] == 1.0), "edge"] = "high"
+    verdicts, extra = cl.evaluate(runs, summary, capped, baseline, curves, {}, {"datasets": ["s"]},
+                                  official=lambda e, d: 1e-3)
+    c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
+    assert c1["verdict"] == cl.REPRODUCED and c1["verdict_past_cap"] == cl.PARTLY and c1["cap_sensitive"]
+    c1_gdp = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "c")].iloc[0]
+    assert not c1_gdp["cap_sensitive"]  # the gdp cells are not capped
+    md = cl.markdown(verdicts, extra, {"datasets": ["s"], "epsilons": ["0.01", "1"], "n_seeds": 4}, baseline)
+    assert "reproduced [cap: partly]" in md and "resting on a grid cap" in md
 
 
 def test_summary_table_keeps_hyphenated_setting():

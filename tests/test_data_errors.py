@@ -103,6 +103,12 @@ def test_missing_data_dir(tmp_path):
         prepare("a1a", data_dir=tmp_path / "nope", cache_dir=tmp_path)
 
 
+def test_missing_data_dir_is_ignored_by_datasets_without_source_files(tmp_path):
+    """A config's data_dir absent on this machine must not stop the synthetic data (no files)."""
+    built = prepare("synthetic", data_dir=tmp_path / "nope", cache_dir=tmp_path, n=50, d=3)
+    assert built.X.shape == (50, 3)
+
+
 def test_load_prepared_missing(tmp_path):
     from dpnewton.data import load_prepared
 

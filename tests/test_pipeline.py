@@ -127,6 +127,9 @@ def test_claims_report(run_dir):
     assert set(verdicts["verdict"]) <= {"reproduced", "partly", "not reproduced", "not evaluable"}
     assert {"a", "a-tuned", "b", "c"} <= set(verdicts["setting"])
     assert verdicts["claim"].str.startswith("C1").any() and verdicts["claim"].str.startswith("C2").any()
+    assert set(verdicts["verdict_past_cap"]) <= {"reproduced", "partly", "not reproduced", "not evaluable"}
+    best = pd.read_parquet(run_dir / "results/tables/best_T.parquet")
+    assert not verdicts["cap_sensitive"].any() or best["edge"].eq("high").any()
     div = pd.read_csv(run_dir / "results/claims/divergence.csv")
     reset = div[div["algorithm"] == "hess-clip-reset"]
     assert len(reset) and (reset["epsilon"] == 0.1).all()

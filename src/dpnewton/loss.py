@@ -75,12 +75,16 @@ class LogisticProblem:
         norms = np.sqrt(squared_norms)
         if norms.max() > 1.0 + 1e-12:
             raise ValueError(f"rows of Z must lie in the unit ball; max norm is {norms.max():.6g}")
+        self._attach(Z, name, work=None)
+
+    def _attach(self, Z: np.ndarray, name: str, work: np.ndarray | None) -> None:
+        """Set every field; the one place that lists them (shared by __init__ and :meth:`batch`)."""
         self.Z = Z
         self.name = name
         self.n, self.d = Z.shape
         self.w_opt: np.ndarray | None = None
         self.loss_opt: float | None = None
-        self._work: np.ndarray | None = None
+        self._work = work
 
     def batch(self, rows: np.ndarray) -> "LogisticProblem":
         """The minibatch Z_B (rows ``rows`` of Z) as a problem of its own.
@@ -89,11 +93,7 @@ class LogisticProblem:
         same copy. They are rows of a validated Z, so the checks of the constructor are skipped.
         """
         sub = object.__new__(LogisticProblem)
-        sub.Z = self.Z[rows]
-        sub.name = self.name
-        sub.n, sub.d = sub.Z.shape
-        sub.w_opt, sub.loss_opt = None, None
-        sub._work = self._gram_buffer()
+        sub._attach(self.Z[rows], self.name, work=self._gram_buffer())
         return sub
 
     def _gram_buffer(self) -> np.ndarray:

@@ -118,7 +118,10 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
     cache_dir = Path(cache_dir).expanduser()
     from .sources import resolve_data_dir
 
-    ctx = Context(resolve_data_dir(data_dir), cache_dir, bool(common["verify_checksum"]),
+    # Only datasets with source files look in data_dir: a synthetic or custom dataset must not fail
+    # because a configured data_dir is absent on this machine.
+    ctx = Context(resolve_data_dir(data_dir) if spec.sources else None, cache_dir,
+                  bool(common["verify_checksum"]),
                   bool(common["allow_download"]))
     out_path = _out_path(name, out, cache_dir)
     side = sidecar_path(out_path)
