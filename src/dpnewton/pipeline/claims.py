@@ -709,7 +709,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += ["", "## Caveats", "",
           "* Runtimes are update-step wall times on a shared, loaded 2-core machine: ratios carry up to ~2x noise.",
           "* Fewer seeds than the paper's 10 repetitions; close best-T choices can flip between seed sets.",
-          "* DP-GD's runtime in a cell is its per-run share of the batched (seed x T) step.", ""]
+          "* DP-GD's runtime in a cell is its per-run share of the step batched over its T grid (one seed at "
+          "a time): while shorter runs are still active the share is below a lone run's step time.", ""]
     return "\n".join(L)
 
 
