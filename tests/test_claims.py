@@ -225,7 +225,7 @@ def test_evaluate_and_markdown_end_to_end():
     baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]})
     curves = pd.DataFrame(columns=["dataset", "algorithm", "conversion", "epsilon", "iterate", "elapsed_s_mean",
                                    "excess_loss_mean"])
-    verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, {}, {"datasets": ["s"]},
+    verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, {},
                                   official=lambda e, d: 1e-3)
     c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
     assert c1["verdict"] == cl.REPRODUCED
@@ -240,7 +240,7 @@ def test_evaluate_and_markdown_end_to_end():
     capped = best.copy()
     capped.loc[(capped["algorithm"] == "dp-gd") & (capped["conversion"] == "bs16")
                & (capped["epsilon"] == 1.0), "edge"] = "high"
-    verdicts, extra = cl.evaluate(runs, summary, capped, baseline, curves, {}, {"datasets": ["s"]},
+    verdicts, extra = cl.evaluate(runs, summary, capped, baseline, curves, {},
                                   official=lambda e, d: 1e-3)
     c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
     assert c1["verdict"] == cl.REPRODUCED and c1["verdict_past_cap"] == cl.PARTLY and c1["cap_sensitive"]

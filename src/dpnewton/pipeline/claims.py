@@ -441,28 +441,38 @@ def official_rho(epsilon: float, delta: float) -> float:
     return float(epsilon_to_rho(epsilon, delta, "official-fsolve"))
 
 
-def evaluate(runs, summary, best, baseline, curves, claims: dict, protocol: dict | None = None,
-             official=official_rho, past_cap: bool = False) -> tuple[pd.DataFrame, dict]:
+def evaluate(runs, summary, best, baseline, curves, claims: dict,
+             official=official_rho) -> tuple[pd.DataFrame, dict]:
     """All claims under all settings -> (verdict rows, extra tables).
 
-    The verdict rows carry the cap check (:func:`with_cap_check`); ``past_cap=True`` is the inner
-    evaluation with every capped cell continued (:func:`continued_past_cap`).
+    The verdicts are evaluated twice: on the measured cells, and with every capped cell continued
+    (:func:`continued_past_cap`); the rows carry both (:func:`with_cap_check`).
     """
+    best = best.copy()
+    best["base"] = base_of(best)
+    robust = split_seed_selection(runs)
+    held = heldout_cells(robust, best)
+    verdicts, extra = _verdicts(summary, best, held, baseline, curves, claims, official)
+    capped = "edge" in best and best["edge"].astype(str).eq("high").any()
+    continued = (_verdicts(summary, continued_past_cap(best), continued_past_cap(held), baseline, curves, claims,
+                           official)[0] if capped else verdicts)
+    extra.update({"robustness": robust, "divergence": divergence_table(runs, baseline),
+                  "configurations": configurations(summary, best)})
+    return with_cap_check(verdicts, continued), extra
+
+
+def _verdicts(summary, best, held, baseline, curves, claims: dict, official) -> tuple[pd.DataFrame, dict]:
+    """Verdict rows of every claim and setting on the cells ``best`` (held-out cells ``held``), and
+    the per-setting cells and Table 1 rows they were read from."""
     conv = {"a": claims.get("protocol_conversion", "bs16"), "b": claims.get("official_conversion", "official-fsolve"),
             "c": claims.get("tight_conversion", "gdp")}
     ours = list(claims.get("ours", ["hess-clip", "hess-add", "qu-clip", "qu-add"]))
     base_alg, oracle = claims.get("baseline", "dp-gd"), claims.get("oracle", "dp-gd-oracle")
     damped, t1_ours = claims.get("damped", "damped-newton"), claims.get("table1_ours", "hess-clip")
     triv = dict(zip(baseline["dataset"], baseline["trivial_excess_loss"]))
-    best = best.copy()
-    best["base"] = base_of(best)
     datasets = sorted(best["dataset"].unique())
     bases = sorted(best["base"].unique())
     competitors = [b for b in bases if b not in ours and b != oracle]
-    robust = split_seed_selection(runs)
-    held = heldout_cells(robust, best)
-    if past_cap:
-        best, held = continued_past_cap(best), continued_past_cap(held)
     settings = ["a", "a-tuned", "b", "c"]
     rows = []
 
@@ -531,16 +541,7 @@ def evaluate(runs, summary, best, baseline, curves, claims: dict, protocol: dict
             res = verdict_best_loss(held_by[s], ds, ours, competitors, triv.get(ds))
             add("C1 (robustness: T chosen on half the seeds, loss on the other half)", s, ds, res,
                 "ours almost always best")
-    verdicts = pd.DataFrame(rows)
-    if past_cap:
-        return verdicts, {}
-    continued = (evaluate(runs, summary, best, baseline, curves, claims, protocol, official, past_cap=True)[0]
-                 if "edge" in best and best["edge"].astype(str).eq("high").any() else verdicts)
-    verdicts = with_cap_check(verdicts, continued)
-    extra = {"table1": pd.DataFrame(table1_rows), "robustness": robust,
-             "divergence": divergence_table(runs, baseline), "cells": cells_by, "conv": conv,
-             "configurations": configurations(summary, best)}
-    return verdicts, extra
+    return pd.DataFrame(rows), {"table1": pd.DataFrame(table1_rows), "cells": cells_by, "conv": conv}
 
 
 def configurations(summary: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
@@ -722,7 +723,7 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     best = pd.read_parquet(inputs["best"])
     baseline = pd.read_parquet(inputs["baseline"])
     curves = pd.read_parquet(inputs["best_curves"])
-    verdicts, extra = evaluate(runs, summary, best, baseline, curves, claims, protocol)
+    verdicts, extra = evaluate(runs, summary, best, baseline, curves, claims)
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:
