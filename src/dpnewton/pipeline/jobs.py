@@ -9,6 +9,12 @@ Writes (atomically, via :mod:`dpnewton.io`)
 
 The core is called once per seed with the whole T grid (one batch of |T| runs), so progress is
 logged per seed and a run's numbers do not depend on how seeds are chunked into jobs.
+
+Checkpoints: each (grid round, seed) unit's rows and curves are also written, atomically, to
+``<rows>.partial/``. An interrupted job (killed, cluster time limit, session end) that is run again
+with the same spec (``snakemake --rerun-incomplete``) loads its finished units instead of recomputing
+them; every run is a deterministic function of its identity, so the result is the same. A unit is
+reused only if its spec hash, seed and T grid match; the folder is removed when the job succeeds.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import shutil
 import subprocess
 import time
 from functools import lru_cache
@@ -73,7 +80,6 @@ def _flatten(record: dict) -> dict:
 
 def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: str | Path) -> pd.DataFrame:
     """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.config.expand`)."""
-    from ..experiment import result_record, run_algorithm
     from ..problems import load_problem_from_prepared
 
     t0 = time.perf_counter()
@@ -88,31 +94,25 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     seeds = list(spec["seeds"])
     base = spec.get("base_algorithm") or spec["algorithm"]
     ext = spec.get("extend")
+    partial = checkpoint_dir(rows_out)
     grid_round, grid = 0, list(Ts)
     while True:
         for k, seed in enumerate(seeds, 1):
             ts = time.perf_counter()
-            results = run_algorithm(problem, spec["dataset"], base, eps, [int(seed)], Ts,
-                                    delta=spec.get("delta"), conversion=spec["conversion"],
-                                    hyper=dict(spec.get("hyper") or {}))
-            for res in results:
-                rec = result_record(res, spec["conversion"], eps, _delta(spec, problem.n))
-                rec.update({"algorithm": spec["algorithm"], "base_algorithm": base, "eps_label": spec["eps_label"],
-                            "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
-                            "hyper": spec.get("hyper") or {}, "grid_round": grid_round, **prov})
-                rows.append(_flatten(rec))
-                log.info("  seed %d T=%d excess_loss=%.6g runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
-                         seed, res.identity.iterations, rec["excess_loss"], rec["runtime_s"], rec["rho"],
-                         rec["ledger_rho_total"], rec["resets"])
-                if max_points:
-                    idx = curve_indices(res.identity.iterations, max_points)
-                    curves.append(pd.DataFrame({
-                        "dataset": spec["dataset"], "algorithm": spec["algorithm"],
-                        "conversion": spec["conversion"], "epsilon": eps, "seed": int(seed),
-                        "iterations": res.identity.iterations, "iterate": idx,
-                        "excess_loss": np.asarray(res.excess_loss)[idx], "elapsed_s": np.asarray(res.elapsed)[idx]}))
-            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s", k, len(seeds), len(results),
-                     time.perf_counter() - ts, f" [grid extension {grid_round}]" if grid_round else "")
+            key = {"config_hash": prov["config_hash"], "seed": int(seed), "iterations": Ts}
+            unit = partial / f"round{grid_round}_seed{int(seed)}.pkl"
+            done = load_checkpoint(unit, key)
+            if done is None:
+                done = _run_unit(problem, spec, base, eps, int(seed), Ts, grid_round, prov, max_points)
+                with atomic_path(unit, suffix=".pkl") as tmp:
+                    pd.to_pickle({"key": key, **done}, tmp)
+                note = ""
+            else:
+                note = " [from checkpoint]"
+            rows += done["rows"]
+            curves += done["curves"]
+            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(seeds), len(done["rows"]),
+                     time.perf_counter() - ts, f" [grid extension {grid_round}]" if grid_round else "", note)
         Ts = next_extension(rows, grid, ext)
         if not Ts:
             break
@@ -129,8 +129,61 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
                    else pd.DataFrame({c: pd.Series(dtype="float64") for c in CURVE_COLUMNS}))
     with atomic_path(curves_out, suffix=".parquet") as tmp:
         curve_frame.to_parquet(tmp, index=False)
+    shutil.rmtree(partial, ignore_errors=True)
     log.info("job done: %d rows in %.1fs", len(frame), time.perf_counter() - t0)
     return frame
+
+
+def _run_unit(problem, spec: dict, base: str, eps: float, seed: int, Ts: list[int], grid_round: int,
+              prov: dict, max_points: int) -> dict:
+    """One seed's batch of |Ts| runs -> {'rows': result rows, 'curves': downsampled curve frames}."""
+    from ..experiment import result_record, run_algorithm
+
+    rows, curves = [], []
+    results = run_algorithm(problem, spec["dataset"], base, eps, [seed], Ts, delta=spec.get("delta"),
+                            conversion=spec["conversion"], hyper=dict(spec.get("hyper") or {}))
+    for res in results:
+        rec = result_record(res, spec["conversion"], eps, _delta(spec, problem.n))
+        rec.update({"algorithm": spec["algorithm"], "base_algorithm": base, "eps_label": spec["eps_label"],
+                    "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
+                    "hyper": spec.get("hyper") or {}, "grid_round": grid_round, **prov})
+        rows.append(_flatten(rec))
+        log.info("  seed %d T=%d excess_loss=%.6g runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
+                 seed, res.identity.iterations, rec["excess_loss"], rec["runtime_s"], rec["rho"],
+                 rec["ledger_rho_total"], rec["resets"])
+        if max_points:
+            idx = curve_indices(res.identity.iterations, max_points)
+            curves.append(pd.DataFrame({
+                "dataset": spec["dataset"], "algorithm": spec["algorithm"],
+                "conversion": spec["conversion"], "epsilon": eps, "seed": seed,
+                "iterations": res.identity.iterations, "iterate": idx,
+                "excess_loss": np.asarray(res.excess_loss)[idx], "elapsed_s": np.asarray(res.elapsed)[idx]}))
+    return {"rows": rows, "curves": curves}
+
+
+def checkpoint_dir(rows_out: str | Path) -> Path:
+    """The folder of a job's per-(grid round, seed) checkpoints: ``<rows>.partial``."""
+    rows_out = Path(rows_out)
+    return rows_out.with_name(rows_out.name + ".partial")
+
+
+def load_checkpoint(path: Path, key: dict) -> dict | None:
+    """A finished unit's {'rows', 'curves'} if ``path`` holds one for exactly ``key``, else None.
+
+    A file that cannot be read (it is written atomically, so only a foreign or damaged file) or that
+    belongs to another spec, seed or T grid is ignored and will be overwritten.
+    """
+    if not path.exists():
+        return None
+    try:
+        saved = pd.read_pickle(path)
+    except Exception as err:  # noqa: BLE001 -- any unreadable checkpoint is recomputed, never trusted
+        log.warning("ignoring unreadable checkpoint %s (%s)", path, err)
+        return None
+    if not isinstance(saved, dict) or saved.get("key") != key:
+        log.info("ignoring checkpoint %s: it belongs to another spec, seed or T grid", path)
+        return None
+    return {"rows": saved["rows"], "curves": saved["curves"]}
 
 
 def best_mean_t(rows: list[dict]) -> tuple[int | None, list[int]]:

@@ -1,0 +1,110 @@
+"""Checkpoints of a pipeline job: an interrupted job resumes its finished (grid round, seed) units.
+
+``run_job`` writes each unit's rows and curves to ``<rows>.partial/`` as it goes. A job killed in its
+third unit and run again must compute only the units it had not finished, and its tables must equal
+those of an uninterrupted job (update times aside, which are measured, not computed). Checkpoints of
+another spec and unreadable files must be recomputed, never trusted.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dpnewton.data import prepare
+from dpnewton.pipeline import jobs
+
+TIMED = ["runtime_s", "elapsed_s"]
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data")
+    return prepare("synthetic", cache_dir=d, out=d / "synthetic.npz", n=2000, d=5, seed=3).path
+
+
+def _spec(step: float = 4.0) -> dict:
+    # DP-GD (n = 2000) at epsilon 10 keeps improving up to T = 4, so the grid is extended to 8 and 16 (3 rounds)
+    return {"dataset": "synthetic", "algorithm": "dp-gd", "conversion": "bs16", "eps_label": "10", "epsilon": 10.0,
+            "seeds": [0, 1], "iterations": [1, 2, 4], "delta": None, "hyper": {"step": step},
+            "curves_max_points": 6, "extend": {"factor": 2, "max_iterations": 16}}
+
+
+def _counting_units(monkeypatch, fail_at: int | None = None) -> list:
+    """Patch the unit runner to count its calls and to raise on call number ``fail_at``."""
+    calls = []
+    real = jobs._run_unit
+
+    def unit(*args, **kwargs):
+        calls.append(args[4:7])  # (seed, Ts, grid_round)
+        if fail_at is not None and len(calls) == fail_at:
+            raise Interrupted
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "_run_unit", unit)
+    return calls
+
+
+def _tables(out):
+    rows = pd.read_csv(out / "rows.csv").drop(columns=TIMED[:1]).sort_values(["grid_round", "seed", "iterations"])
+    curves = pd.read_parquet(out / "curves.parquet").drop(columns=TIMED[1:])
+    return rows.reset_index(drop=True), curves.sort_values(["seed", "iterations", "iterate"]).reset_index(drop=True)
+
+
+def _run(prepared, out, spec):
+    return jobs.run_job(prepared, spec, out / "rows.csv", out / "curves.parquet")
+
+
+def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, monkeypatch):
+    ref = tmp_path / "ref"
+    calls = _counting_units(monkeypatch)
+    _run(prepared, ref, _spec())
+    units = len(calls)
+    ref_rows, ref_curves = _tables(ref)
+    assert sorted(ref_rows["iterations"].unique()) == [1, 2, 4, 8, 16] and units == 6  # 3 rounds x 2 seeds
+    assert not jobs.checkpoint_dir(ref / "rows.csv").exists()  # removed once the job succeeded
+
+    out = tmp_path / "job"
+    _counting_units(monkeypatch, fail_at=4)  # dies in round 1, seed 1
+    with pytest.raises(Interrupted):
+        _run(prepared, out, _spec())
+    partial = jobs.checkpoint_dir(out / "rows.csv")
+    assert sorted(p.name for p in partial.glob("*.pkl")) == ["round0_seed0.pkl", "round0_seed1.pkl",
+                                                             "round1_seed0.pkl"]
+    assert not (out / "rows.csv").exists() and not (out / "curves.parquet").exists()
+
+    resumed = _counting_units(monkeypatch)
+    _run(prepared, out, _spec())
+    assert [(seed, r) for seed, _, r in resumed] == [(1, 1), (0, 2), (1, 2)]  # only the unfinished units
+    rows, curves = _tables(out)
+    pd.testing.assert_frame_equal(rows, ref_rows)
+    pd.testing.assert_frame_equal(curves, ref_curves)
+    assert not partial.exists()
+
+
+def test_unreadable_checkpoints_and_those_of_another_spec_are_recomputed(prepared, tmp_path, monkeypatch):
+    out = tmp_path / "damaged"
+    _counting_units(monkeypatch, fail_at=3)  # rounds 0 of seeds 0 and 1 finished
+    with pytest.raises(Interrupted):
+        _run(prepared, out, _spec())
+    (jobs.checkpoint_dir(out / "rows.csv") / "round0_seed1.pkl").write_bytes(b"not a pickle")
+    calls = _counting_units(monkeypatch)
+    _run(prepared, out, _spec())
+    assert [(seed, r) for seed, _, r in calls][:2] == [(1, 0), (0, 1)]  # seed 0 reused, seed 1 recomputed
+
+    out = tmp_path / "changed"
+    _counting_units(monkeypatch, fail_at=3)
+    with pytest.raises(Interrupted):
+        _run(prepared, out, _spec(step=4.0))
+    calls = _counting_units(monkeypatch)
+    _run(prepared, out, _spec(step=2.0))  # the config changed: the step-4 units do not belong to it
+    assert [(seed, r) for seed, _, r in calls][:2] == [(0, 0), (1, 0)]
+
+    ref = tmp_path / "ref"
+    _run(prepared, ref, _spec(step=2.0))
+    for got, want in zip(_tables(out), _tables(ref)):
+        pd.testing.assert_frame_equal(got, want)
