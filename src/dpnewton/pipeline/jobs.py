@@ -102,17 +102,17 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
             key = {"config_hash": prov["config_hash"], "seed": int(seed), "iterations": Ts}
             unit = partial / f"round{grid_round}_seed{int(seed)}.pkl"
             done = load_checkpoint(unit, key)
-            if done is None:
+            resumed = done is not None
+            if not resumed:
                 done = _run_unit(problem, spec, base, eps, int(seed), Ts, grid_round, prov, max_points)
+            took = time.perf_counter() - ts  # the runs (benchmarks/pipeline.py reads it), not the checkpoint write
+            if not resumed:
                 with atomic_path(unit, suffix=".pkl") as tmp:
                     pd.to_pickle({"key": key, **done}, tmp)
-                note = ""
-            else:
-                note = " [from checkpoint]"
             rows += done["rows"]
             curves += done["curves"]
-            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(seeds), len(done["rows"]),
-                     time.perf_counter() - ts, f" [grid extension {grid_round}]" if grid_round else "", note)
+            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(seeds), len(done["rows"]), took,
+                     f" [grid extension {grid_round}]" if grid_round else "", " [from checkpoint]" if resumed else "")
         Ts = next_extension(rows, grid, ext)
         if not Ts:
             break
