@@ -53,6 +53,9 @@ def test_download_ok(server, tmp_path):
     assert download(server + "/good", target, [SHA]) == target
     assert target.read_bytes() == PAYLOAD
     assert os.listdir(target.parent) == ["f.txt"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # not the temporary file's 0600
 
 
 def test_download_checksum_mismatch(server, tmp_path):

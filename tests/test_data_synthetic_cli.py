@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import numpy as np
 import pytest
@@ -29,6 +30,10 @@ def test_synthetic_shape_and_determinism(tmp_path):
 def test_synthetic_options_and_errors(tmp_path):
     s = prepare("synthetic", cache_dir=tmp_path, n=50, d=3, seed=7)
     assert s.X.shape == (50, 3)
+    umask = os.umask(0)
+    os.umask(umask)
+    for f in (s.path, s.path.with_suffix(".json")):  # readable like any other file, not 0600
+        assert f.stat().st_mode & 0o777 == 0o666 & ~umask
     with pytest.raises(DatasetError, match="option n must be a positive integer"):
         prepare("synthetic", cache_dir=tmp_path, n=0)
     with pytest.raises(DatasetError, match="does not take option 'prep'"):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -14,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..io import atomic_path
 from .errors import DatasetError
 from .loaders import BUILDERS, RESOLVERS, Context
 from .registry import COMMON_OPTIONS, get_spec
@@ -88,17 +87,8 @@ def _split_options(spec, options: dict) -> tuple[dict, dict]:
 
 
 def _atomic_write(target: Path, write) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(target) as tmp, open(tmp, "wb") as fh:
+        write(fh)
 
 
 def _array_sha256(a: np.ndarray) -> str:

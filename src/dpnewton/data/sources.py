@@ -19,7 +19,6 @@ import os
 import shutil
 import ssl
 import tarfile
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from ..io import atomic_path
 from .errors import DatasetError
 from .registry import INSTALLED_DIRS, SourceFile
 
@@ -196,10 +196,7 @@ def download(url: str, target: str | os.PathLike, sha256: Iterable[str] = (), *,
     _check_url(url)
     target = Path(target)
     expected = tuple(sha256)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    tmp = Path(tmp_name)
-    try:
+    with atomic_path(target, suffix=".part") as tmp:
         h = hashlib.sha256()
         total = 0
         try:
@@ -209,8 +206,7 @@ def download(url: str, target: str | os.PathLike, sha256: Iterable[str] = (), *,
                 headers = getattr(resp, "headers", None)
                 if headers is not None and headers.get("Content-Length"):
                     length = int(headers.get("Content-Length"))
-                with os.fdopen(fd, "wb") as out:
-                    fd = -1
+                with open(tmp, "wb") as out:
                     while True:
                         chunk = resp.read(CHUNK)
                         if not chunk:
@@ -246,13 +242,7 @@ def download(url: str, target: str | os.PathLike, sha256: Iterable[str] = (), *,
                 f"{' or '.join(expected)}; the file was discarded and nothing was written to "
                 f"{target}. Retry later or place the canonical file there by hand"
             )
-        os.replace(tmp, target)
-        return target
-    finally:
-        if fd != -1:
-            os.close(fd)
-        if tmp.exists():
-            tmp.unlink()
+    return target
 
 
 def extract_member(archive: Path, member: str, target: Path) -> Path:
@@ -283,15 +273,8 @@ def extract_member(archive: Path, member: str, target: Path) -> Path:
                 raise DatasetError(f"archive {archive} has no member {member!r}; delete it and download again")
             src = tar.extractfile(chosen)
             assert src is not None
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    shutil.copyfileobj(src, out, CHUNK)
-                os.replace(tmp_name, target)
-            finally:
-                if os.path.exists(tmp_name):
-                    os.unlink(tmp_name)
+            with atomic_path(target, suffix=".part") as tmp, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
             return target
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise DatasetError(
