@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from dpnewton.loss import LogisticProblem, hessian_coefficient, qu_coefficient
+from dpnewton.loss import LogisticProblem, hessian_coefficient, logistic_loss_terms, qu_coefficient
 from tests.conftest import make_problem
 
 
@@ -55,14 +55,27 @@ def test_losses_of_many_points_match_one_at_a_time(toy_problem):
 
 def test_stable_for_huge_margins():
     m = np.array([-1e4, -800.0, -710.0, 0.0, 710.0, 800.0, 1e4])
-    loss = np.logaddexp(0.0, -m)
-    assert np.isfinite(loss).all() and loss[0] == pytest.approx(1e4)
+    loss = logistic_loss_terms(m)
+    assert np.isfinite(loss).all()
+    assert loss[0] == 1e4 and loss[1] == 800.0 and loss[3] == np.log(2.0) and loss[-1] == 0.0
+    assert loss[4] == pytest.approx(np.exp(-710.0), rel=1e-6)  # subnormal, not rounded to 0
     assert np.isfinite(hessian_coefficient(m)).all()
     q = qu_coefficient(m)
     assert np.isfinite(q).all() and q[-1] == pytest.approx(0.5 / 1e4)
     p = LogisticProblem(np.array([[1.0, 0.0], [0.0, -1.0]]))
     w = np.array([1e4, 1e4])
     assert np.isfinite(p.loss(w)) and np.isfinite(p.grad(w)).all() and np.isfinite(p.hessian(w)).all()
+
+
+def test_logistic_loss_terms_match_logaddexp_to_rounding():
+    """max(-m, 0) + log1p(exp(-|m|)) is the split np.logaddexp(0, -m) makes; only the last bit may differ."""
+    rng = np.random.default_rng(5)
+    m = np.concatenate([rng.standard_normal(20000) * s for s in (1e-9, 1e-3, 1.0, 10.0, 300.0)])
+    np.testing.assert_allclose(logistic_loss_terms(m), np.logaddexp(0.0, -m), rtol=1e-15, atol=0)
+    X = rng.standard_normal((500, 4))
+    p = LogisticProblem(X / np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None])
+    w = rng.standard_normal(4)
+    assert p.loss(w) == pytest.approx(np.logaddexp(0.0, -(p.Z @ w)).mean(), rel=1e-15)
 
 
 def test_qu_coefficient_near_zero_is_one_quarter():

@@ -4,7 +4,7 @@ Data model [P section 5; paper_spec 1.2]: records (x_i, y_i) with y_i in {-1, +1
 projected rows z_i = y_i x_i / max(1, ||x_i||), so ||z_i|| <= 1 (the unit ball the privacy
 analysis assumes). With margins m_i = <z_i, w>:
 
-* loss      l(w)    = (1/n) sum_i log(1 + exp(-m_i))             (np.logaddexp: no overflow)
+* loss      l(w)    = (1/n) sum_i log(1 + exp(-m_i))             (:func:`logistic_loss_terms`)
 * gradient  g(w)    = -(1/n) sum_i sigma(-m_i) z_i               (sigma = scipy.special.expit)
 * Hessian   H(w)    = (1/n) sum_i sigma(m_i) sigma(-m_i) z_i z_i^T
 * QU SOI    H_qu(w) = (1/n) sum_i q(m_i) z_i z_i^T,  q(m) = tanh(m/2)/(2m) = (sigma(m) - 1/2)/m,
@@ -40,6 +40,24 @@ def row_block(d: int, block_bytes: int = FIRST_ORDER_BLOCK_BYTES) -> int:
     (benchmarks/README.md).
     """
     return int(min(8192, max(128, block_bytes // (8 * d))))
+
+
+def logistic_loss_terms(m: np.ndarray) -> np.ndarray:
+    """log(1 + exp(-m)) elementwise, as max(-m, 0) + log1p(exp(-|m|)): no overflow for any m.
+
+    The split ``np.logaddexp(0, -m)`` makes per element, done with whole-array ufuncs, which use
+    numpy's SIMD exp and log1p: for 45220 margins (adult) 0.15 ms against logaddexp's 1.08 ms, which
+    was a fifth of a DP-GD step's wall time (same process, 2026-12-01). Results agree with logaddexp to the last bit
+    or two. Every run's per-iterate loss and every line search go through it (via
+    :meth:`LogisticProblem.loss_from_margins`). Allocates two arrays of m's size.
+    """
+    m = np.asarray(m, dtype=np.float64)
+    terms = np.abs(m)
+    np.negative(terms, out=terms)
+    np.exp(terms, out=terms)
+    np.log1p(terms, out=terms)
+    terms -= np.minimum(m, 0.0)
+    return terms
 
 
 def qu_coefficient(m: np.ndarray) -> np.ndarray:
@@ -148,8 +166,8 @@ class LogisticProblem:
         for a single run), so a run's loss does not depend on how many runs share the batch.
         """
         if m.ndim == 1:
-            return np.logaddexp(0.0, -m).mean()
-        return np.logaddexp(0.0, -np.ascontiguousarray(m.T)).mean(axis=1)
+            return logistic_loss_terms(m).mean()
+        return logistic_loss_terms(np.ascontiguousarray(m.T)).mean(axis=1)
 
     def loss(self, w: np.ndarray) -> float | np.ndarray:
         return self.loss_from_margins(self.margins(w))
@@ -158,17 +176,16 @@ class LogisticProblem:
         """l(w) for every row w of ``points`` (k, d), e.g. all iterates of one run, at matrix speed.
 
         Chunks of c = d/4 points (8 to 256) get their margins from one matrix product W_c Z^T
-        (c x n, a quarter of the size of Z, the only work array); each point's terms are then
-        summed as one contiguous row. A point's loss may differ in the last bits from :meth:`loss`
+        (c x n, a quarter of the size of Z, the only large work array); each point's terms are
+        then computed and summed as one contiguous row (two temporaries of n floats). A point's loss may differ in the last bits from :meth:`loss`
         (gemm vs gemv); the chunks depend only on d and the number of points.
         """
         points = np.ascontiguousarray(points, dtype=np.float64)
         chunk = int(min(256, max(8, self.d // 4)))
         out = np.empty(points.shape[0])
         for a in range(0, points.shape[0], chunk):
-            m = points[a:a + chunk] @ self.Z.T
-            np.negative(m, out=m)
-            out[a:a + chunk] = np.logaddexp(0.0, m, out=m).mean(axis=1)
+            margins = points[a:a + chunk] @ self.Z.T
+            out[a:a + chunk] = [logistic_loss_terms(row).mean() for row in margins]
         return out
 
     def excess_loss(self, w: np.ndarray) -> float | np.ndarray:

@@ -76,7 +76,7 @@ def aop_objective(problem: LogisticProblem, lam: float, b: np.ndarray):
 
     def fun(theta):
         m = Z @ theta
-        value = float(np.logaddexp(0.0, -m).mean()) + lam / (2.0 * n) * float(theta @ theta) + float(b @ theta)
+        value = float(problem.loss_from_margins(m)) + lam / (2.0 * n) * float(theta @ theta) + float(b @ theta)
         grad = -(Z.T @ special.expit(-m)) / n + (lam / n) * theta + b
         return value, grad
 

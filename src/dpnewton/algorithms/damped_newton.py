@@ -74,7 +74,7 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
                 wn2, wp, pp = w @ w, w @ p, p @ p
 
                 def phi(e):
-                    return (float(np.logaddexp(0.0, -(m - e * zp)).mean())
+                    return (float(problem.loss_from_margins(m - e * zp))
                             + 0.5 * cfg.reg * (wn2 - 2 * e * wp + e * e * pp))
 
                 eta = armijo_step(phi, phi(0.0), float(p @ g))

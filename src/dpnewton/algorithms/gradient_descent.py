@@ -136,7 +136,7 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
 
             def phi(eta, m=m, zg=zg, wn2=wn2, wg=wg, gg=gg):
                 reg_term = 0.5 * reg * (wn2 - 2 * eta * wg + eta * eta * gg)
-                return float(np.logaddexp(0.0, -(m - eta * zg)).mean()) + reg_term
+                return float(problem.loss_from_margins(m - eta * zg)) + reg_term
 
             if cfg.line_search == "armijo":
                 eta = armijo_step(phi, phi(0.0), float(g_noisy @ G[j]))
