@@ -25,7 +25,10 @@ job's own log timestamps: *start* (Snakemake spawn, interpreter start, imports: 
 job t0), *load* (data, optimum, provenance: t0 -> first log line), *compute* (the
 ``run_algorithm`` calls incl. the per-iterate loss evaluation, summed from the per-seed progress
 lines), *assemble/write* (records, CSV/parquet) and *exit*. Workflow overhead = everything but
-compute, plus the capacity the scheduler left idle (cores x wall - sum of job wall). Writes section
+compute, plus the capacity the scheduler left idle (cores x wall - sum of job wall). A run that was
+stopped and resumed (``--rerun-incomplete``) is handled: wall is the time in which some job ran
+(gaps left out), and the units a job reused from its checkpoints count with the time their first
+attempt took (logged as ``[from checkpoint, computed in Xs]``). Writes section
 ``pipeline_claims`` (``--tag`` changes the name).
 """
 
@@ -92,12 +95,27 @@ def update_time(work: Path) -> tuple[float, int]:
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO (.*)$")
 PROGRESS = re.compile(r"progress \d+/\d+ seeds done \(\d+ runs, ([0-9.]+)s\)")
 DONE = re.compile(r"job done: \d+ rows in ([0-9.]+)s")
+RESUMED = re.compile(r"\[from checkpoint(?:, computed in ([0-9.]+)s)?\]")
+
+
+def busy_time(jobs: list[dict]) -> float:
+    """Seconds in which at least one job ran: the union of the jobs' [start, end] intervals.
+
+    Equals last end - first start for an uninterrupted run; for a run resumed after a stop (a session
+    end, a time limit) it leaves out the gaps in which nothing ran."""
+    busy, reach = 0.0, float("-inf")
+    for j in sorted(jobs, key=lambda j: j["start"]):
+        if j["end"] > reach:
+            busy += j["end"] - max(j["start"], reach)
+            reach = j["end"]
+    return busy
 
 
 def job_phases(log: Path, start: float, end: float) -> dict | None:
     """Phases (seconds) of one run job from its log (see the module docstring); None if incomplete."""
     first = done_ts = since_t0 = None
-    compute = 0.0
+    compute = earlier = 0.0
+    resumed = unknown = 0
     for line in log.read_text(errors="replace").splitlines():
         m = LOG_TS.match(line)
         if not m:
@@ -106,13 +124,20 @@ def job_phases(log: Path, start: float, end: float) -> dict | None:
         first = ts if first is None else first
         if (p := PROGRESS.search(m.group(2))):
             compute += float(p.group(1))
+            if (r := RESUMED.search(m.group(2))):
+                resumed += 1
+                if r.group(1) is None:
+                    unknown += 1
+                else:
+                    earlier += float(r.group(1))
         if (d := DONE.search(m.group(2))):
             done_ts, since_t0 = ts, float(d.group(1))
     if first is None or done_ts is None:
         return None
     t0 = done_ts - since_t0
     return {"wall": end - start, "start": max(t0 - start, 0.0), "load": max(first - t0, 0.0), "compute": compute,
-            "assemble_write": max(done_ts - first - compute, 0.0), "exit": max(end - done_ts, 0.0)}
+            "assemble_write": max(done_ts - first - compute, 0.0), "exit": max(end - done_ts, 0.0),
+            "resumed_units": resumed, "resumed_untimed_units": unknown, "compute_earlier_attempts": earlier}
 
 
 def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
@@ -120,11 +145,13 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
     jobs = job_times(run_dir)
     if not jobs:
         raise SystemExit(f"{run_dir}: no .snakemake/metadata with start/end times")
-    wall = max(j["end"] for j in jobs) - min(j["start"] for j in jobs)
+    span = max(j["end"] for j in jobs) - min(j["start"] for j in jobs)
+    wall = busy_time(jobs)
     per_ds: dict[str, dict] = {}
     per_alg: dict[str, dict] = {}
     total = {"dataset": "all", "jobs": 0, "missing_logs": 0}
-    keys = ("wall", "start", "load", "compute", "assemble_write", "exit", "update")
+    untimed: list[dict] = []  # jobs resumed from checkpoints that do not record their first attempt's time
+    keys = ("wall", "start", "load", "compute", "assemble_write", "exit", "update", "compute_earlier_attempts")
     for j in jobs:
         if j["rule"] != "run_job" or "results/runs/" not in j["target"]:
             continue
@@ -142,11 +169,23 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
             continue
         with open(run_dir / rel) as fh:
             ph["update"] = sum(float(r["runtime_s"]) for r in csv.DictReader(fh) if r.get("runtime_s"))
+        if ph["resumed_untimed_units"]:
+            untimed.append({"job": rel, "resumed_units": ph["resumed_units"], "update_s": ph["update"]})
+            continue
+        # a resumed unit's first attempt counts as compute (and wall) of its job; that attempt's own
+        # start and load time are not recorded, so the overhead of resumed jobs is slightly low
+        ph["wall"] += ph["compute_earlier_attempts"]
+        ph["compute"] += ph["compute_earlier_attempts"]
         alg_row = per_alg.setdefault(alg, {"algorithm": alg, "jobs": 0})
         for tgt in (row, total, alg_row):
             tgt["jobs"] += 1
             for k in keys:
                 tgt[k + "_s"] = tgt.get(k + "_s", 0.0) + ph[k]
+            for k in ("resumed_units", "resumed_untimed_units"):
+                tgt[k] = tgt.get(k, 0) + ph[k]
+    if not total["jobs"]:
+        raise SystemExit(f"{run_dir}: no run job has finished with a complete log yet ({len(untimed)} resumed from "
+                         f"checkpoints without recorded times, {total['missing_logs']} without a complete log)")
     other = sum(j["end"] - j["start"] for j in jobs if j["rule"] != "run_job")
     job_sum = sum(j["end"] - j["start"] for j in jobs)
     rows = [per_ds[k] for k in sorted(per_ds)] + [total]
@@ -155,24 +194,42 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
         r["in_job_overhead_share"] = 1 - r.get("compute_s", 0.0) / w if w else float("nan")
         r["outside_update_share"] = 1 - r.get("update_s", 0.0) / w if w else float("nan")
     idle = max(cores * wall - job_sum, 0.0)
+    # attempts cut off by a stop are in no metadata: their finished units (compute_earlier_attempts) are
+    # counted as extra capacity, i.e. as if they had run on one core outside the recorded window
+    earlier = total.get("compute_earlier_attempts_s", 0.0)
+    capacity = cores * wall + earlier
     total["other_rules_s"] = other
     total["idle_capacity_s"] = idle
-    total["workflow_overhead_share"] = ((total["wall_s"] - total["compute_s"]) + other + idle) / (cores * wall)
+    total["workflow_overhead_share"] = ((total["wall_s"] - total["compute_s"]) + other + idle) / capacity
     total["run_wall_s"] = wall
+    total["run_span_s"] = span
     common.write_csv(f"{tag}.csv", rows)
     cols = ["dataset", "jobs", "wall_s", "start_s", "load_s", "compute_s", "update_s", "assemble_write_s", "exit_s",
             "in_job_overhead_share", "outside_update_share"]
     fmt = {c: ".1f" for c in cols if c.endswith("_s")} | {"in_job_overhead_share": ".3f",
                                                             "outside_update_share": ".3f"}
+    stops = (f" The run was stopped and resumed: {span / 60:.1f} min passed from the first job start to the "
+             f"last job end, and no job ran in {(span - wall) / 60:.1f} min of them. Attempts that were cut off are "
+             "not in Snakemake's metadata; the units they finished were reused from checkpoints "
+             f"({total.get('resumed_units', 0)} units; the attempts that computed them took "
+             f"{total.get('compute_earlier_attempts_s', 0.0):.0f} s, counted below as compute and wall of their "
+             "jobs)." if span > 1.01 * wall else "")
+    if untimed:
+        stops += (f" {len(untimed)} jobs reused checkpoints written before checkpoints recorded their time, so "
+                  "their compute is unknown: they are left out of the phase sums (their update time: "
+                  f"{sum(u['update_s'] for u in untimed):.0f} s; " + ", ".join(f"`{u['job']}`" for u in untimed)
+                  + ").")
     md = [f"Finished run in `{run_dir.name}` (config `{config}`, `--cores {cores}`): {total['jobs']} run jobs "
-          f"({total['missing_logs']} without a complete log), wall {wall / 60:.1f} min from the first job start "
-          f"to the last job end.", "",
+          f"({total['missing_logs']} without a complete log), wall {wall / 60:.1f} min in which at least one job "
+          f"ran.{stops}", "",
           "Run-job phases summed per dataset (seconds of job wall time):", "",
           common.md_table(rows, cols, fmt), "",
           "Run-job wall time per algorithm (summed over its epsilons and conversions), largest first:", "",
           common.md_table(sorted(per_alg.values(), key=lambda r: -r["wall_s"]),
                           ["algorithm", "jobs", "wall_s", "compute_s", "update_s"], fmt), "",
-          f"Whole run: {cores} cores x {wall:.0f} s = {cores * wall:.0f} core-s of capacity; run jobs "
+          f"Whole run: {cores} cores x {wall:.0f} s"
+          + (f" + {earlier:.0f} s of cut-off attempts" if earlier else "")
+          + f" = {capacity:.0f} core-s of capacity; run jobs "
           f"{total['wall_s']:.0f} s, of which compute {total['compute_s']:.0f} s; other rules (data, optimum, "
           f"aggregate, figures, claims) {other:.0f} s; capacity left idle by the scheduler {idle:.0f} s. "
           f"**Workflow overhead share = (run-job wall - compute + other rules + idle) / capacity = "

@@ -8,6 +8,8 @@ another spec and unreadable files must be recomputed, never trusted.
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 import pytest
 
@@ -59,7 +61,7 @@ def _run(prepared, out, spec):
     return jobs.run_job(prepared, spec, out / "rows.csv", out / "curves.parquet")
 
 
-def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, monkeypatch):
+def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, monkeypatch, caplog):
     ref = tmp_path / "ref"
     calls = _counting_units(monkeypatch)
     _run(prepared, ref, _spec())
@@ -77,9 +79,19 @@ def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, mon
                                                              "round1_seed0.pkl"]
     assert not (out / "rows.csv").exists() and not (out / "curves.parquet").exists()
 
+    first_attempt = {p.name: pd.read_pickle(p)["seconds"] for p in partial.glob("*.pkl")}
+    assert all(t > 0 for t in first_attempt.values())
+    older = pd.read_pickle(partial / "round0_seed0.pkl")  # as written before checkpoints kept their time
+    del older["seconds"], first_attempt["round0_seed0.pkl"]
+    pd.to_pickle(older, partial / "round0_seed0.pkl")
+
     resumed = _counting_units(monkeypatch)
-    _run(prepared, out, _spec())
+    with caplog.at_level(logging.INFO, logger="dpnewton.pipeline"):
+        _run(prepared, out, _spec())
     assert [(seed, r) for seed, _, r in resumed] == [(1, 1), (0, 2), (1, 2)]  # only the unfinished units
+    # the resumed units' progress lines carry the time of the attempt that computed them
+    notes = [m.split("[from checkpoint")[1] for m in caplog.messages if "[from checkpoint" in m]
+    assert sorted(notes) == sorted(["]"] + [f", computed in {t:.1f}s]" for t in first_attempt.values()])
     rows, curves = _tables(out)
     pd.testing.assert_frame_equal(rows, ref_rows)
     pd.testing.assert_frame_equal(curves, ref_curves)

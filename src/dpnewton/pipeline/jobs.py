@@ -108,11 +108,11 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
             took = time.perf_counter() - ts  # the runs (benchmarks/pipeline.py reads it), not the checkpoint write
             if not resumed:
                 with atomic_path(unit, suffix=".pkl") as tmp:
-                    pd.to_pickle({"key": key, **done}, tmp)
+                    pd.to_pickle({"key": key, "seconds": took, **done}, tmp)
             rows += done["rows"]
             curves += done["curves"]
             log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(seeds), len(done["rows"]), took,
-                     f" [grid extension {grid_round}]" if grid_round else "", " [from checkpoint]" if resumed else "")
+                     f" [grid extension {grid_round}]" if grid_round else "", _resumed_note(done) if resumed else "")
         Ts = next_extension(rows, grid, ext)
         if not Ts:
             break
@@ -168,7 +168,9 @@ def checkpoint_dir(rows_out: str | Path) -> Path:
 
 
 def load_checkpoint(path: Path, key: dict) -> dict | None:
-    """A finished unit's {'rows', 'curves'} if ``path`` holds one for exactly ``key``, else None.
+    """A finished unit's {'rows', 'curves', 'seconds'} if ``path`` holds one for exactly ``key``, else None.
+
+    ``seconds`` is the wall time the unit took when it was computed (None in older checkpoints).
 
     A file that cannot be read (it is written atomically, so only a foreign or damaged file) or that
     belongs to another spec, seed or T grid is ignored and will be overwritten.
@@ -183,7 +185,14 @@ def load_checkpoint(path: Path, key: dict) -> dict | None:
     if not isinstance(saved, dict) or saved.get("key") != key:
         log.info("ignoring checkpoint %s: it belongs to another spec, seed or T grid", path)
         return None
-    return {"rows": saved["rows"], "curves": saved["curves"]}
+    return {"rows": saved["rows"], "curves": saved["curves"], "seconds": saved.get("seconds")}
+
+
+def _resumed_note(unit: dict) -> str:
+    """Progress-line suffix of a unit loaded from its checkpoint, with the time its first attempt took
+    (the log of that attempt is overwritten by the rerun; benchmarks/pipeline.py --analyze sums it)."""
+    seconds = unit.get("seconds")
+    return " [from checkpoint]" if seconds is None else f" [from checkpoint, computed in {seconds:.1f}s]"
 
 
 def best_mean_t(rows: list[dict]) -> tuple[int | None, list[int]]:
