@@ -218,6 +218,8 @@ def test_evaluate_and_markdown_end_to_end():
     from dpnewton.pipeline import aggregate as agg
     runs["runtime_s"] = runs["iterations"] * np.where(runs["algorithm"] == "dp-gd", 1.0, 0.1)
     runs["rho"], runs["delta"], runs["ledger_rho_total"] = 0.5, 1e-8, 0.5
+    runs["package_version"], runs["numpy_version"] = "0.1", "2.4.6"
+    runs["git_revision"] = np.where((runs["algorithm"] == "dp-gd") & (runs["iterations"] == 4), "aaa", "bbb")
     summary = agg.summarize(agg.check_privacy(runs))
     best = agg.best_t(summary)
     assert best["edge"].eq("high").all()  # losses fall as 1/T: every best T is the largest, T = 4
@@ -235,6 +237,9 @@ def test_evaluate_and_markdown_end_to_end():
     assert not verdicts["cap_sensitive"].any()  # no best T at a cap
     md = cl.markdown(verdicts, extra, {"datasets": ["s"], "epsilons": ["0.01", "1"], "n_seeds": 4}, baseline)
     assert "non-private" in md and "| C1 best" in md and "Covertype" in md
+    # 2 conversions x 2 epsilons x 4 seeds of dp-gd at T = 4 came from revision aaa, all else from bbb
+    assert "The rows come from 2 versions" in md
+    assert "| `aaa` | `0.1` | `2.4.6` | 16 | 4 |" in md and f"| `bbb` | `0.1` | `2.4.6` | {len(runs) - 16} | 20 |" in md
 
     # DP-GD's best T at its cap at eps 1 (bs16): ours wins there only while DP-GD is stopped
     capped = best.copy()

@@ -435,6 +435,24 @@ def divergence_table(runs: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame
 # the report
 
 
+CODE_COLUMNS = ["git_revision", "package_version", "numpy_version"]
+
+
+def code_versions(runs: pd.DataFrame) -> pd.DataFrame:
+    """Rows and cells per code version that computed them (the provenance columns of the job CSVs).
+
+    A run resumed after a code change mixes versions: a unit reloaded from its checkpoint keeps the
+    version of the attempt that computed it. Columns missing from ``runs`` are left out.
+    """
+    cols = [c for c in CODE_COLUMNS if c in runs]
+    if not cols or runs.empty:
+        return pd.DataFrame(columns=CODE_COLUMNS + ["rows", "cells"])
+    keyed = runs.assign(**{c: runs[c].fillna("").astype(str) for c in cols})
+    rows = keyed.groupby(cols).size().rename("rows")
+    cells = keyed.drop_duplicates(cols + GROUP).groupby(cols).size().rename("cells")
+    return pd.concat([rows, cells], axis=1).reset_index().sort_values("rows", ascending=False, ignore_index=True)
+
+
 def official_rho(epsilon: float, delta: float) -> float:
     from ..privacy import epsilon_to_rho
 
@@ -457,7 +475,7 @@ def evaluate(runs, summary, best, baseline, curves, claims: dict,
     continued = (_verdicts(summary, continued_past_cap(best), continued_past_cap(held), baseline, curves, claims,
                            official)[0] if capped else verdicts)
     extra.update({"robustness": robust, "divergence": divergence_table(runs, baseline),
-                  "configurations": configurations(summary, best)})
+                  "configurations": configurations(summary, best), "code_versions": code_versions(runs)})
     return with_cap_check(verdicts, continued), extra
 
 
@@ -707,6 +725,17 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
               f"Best T chosen on seeds {rb['select_seeds'].iloc[0]} equals the all-seed choice in "
               f"{int(rb['same_T'].sum())}/{len(rb)} cells; the C1 rows marked *robustness* use the held-out "
               f"seeds {rb['report_seeds'].iloc[0]} (full table: robustness.csv)."]
+    versions = extra.get("code_versions")
+    if versions is not None and len(versions):
+        cols = [c for c in CODE_COLUMNS if c in versions]
+        L += ["", "## Code versions", "",
+              "Every run row records the code that computed it. "
+              + ("All rows come from one version." if len(versions) == 1 else
+                 f"The rows come from {len(versions)} versions: the run was resumed after code changes, and a "
+                 "unit reloaded from its checkpoint keeps the version that computed it (docs/pipeline.md)."), "",
+              "| " + " | ".join(cols) + " | rows | cells |", "|" + "---|" * (len(cols) + 2)]
+        L += ["| " + " | ".join(f"`{r[c]}`" for c in cols) + f" | {r['rows']} | {r['cells']} |"
+              for _, r in versions.iterrows()]
     L += ["", "## Caveats", "",
           "* Runtimes are update-step wall times on a shared, loaded 2-core machine: ratios carry up to ~2x noise.",
           "* Fewer seeds than the paper's 10 repetitions; close best-T choices can flip between seed sets.",
