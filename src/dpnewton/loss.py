@@ -46,10 +46,10 @@ def logistic_loss_terms(m: np.ndarray) -> np.ndarray:
     """log(1 + exp(-m)) elementwise, as max(-m, 0) + log1p(exp(-|m|)): no overflow for any m.
 
     The split ``np.logaddexp(0, -m)`` makes per element, done with whole-array ufuncs, which use
-    numpy's SIMD exp and log1p: for 45220 margins (adult) 0.15 ms against logaddexp's 1.08 ms, which
-    was a fifth of a DP-GD step's wall time (same process, 2026-12-01). Results agree with logaddexp to the last bit
-    or two. Every run's per-iterate loss and every line search go through it (via
-    :meth:`LogisticProblem.loss_from_margins`). Allocates two arrays of m's size.
+    numpy's SIMD exp and log1p: for 45220 margins (adult) 0.15 ms against logaddexp's 1.08 ms,
+    which was a fifth of a DP-GD step's wall time (same process, 2026-12-01). Results agree with
+    logaddexp to the last bit or two. Every run's per-iterate loss and every line search go through
+    it (via :meth:`LogisticProblem.loss_from_margins`). Allocates two arrays of m's size.
     """
     m = np.asarray(m, dtype=np.float64)
     terms = np.abs(m)
@@ -177,8 +177,9 @@ class LogisticProblem:
 
         Chunks of c = d/4 points (8 to 256) get their margins from one matrix product W_c Z^T
         (c x n, a quarter of the size of Z, the only large work array); each point's terms are
-        then computed and summed as one contiguous row (two temporaries of n floats). A point's loss may differ in the last bits from :meth:`loss`
-        (gemm vs gemv); the chunks depend only on d and the number of points.
+        then computed and summed as one contiguous row (two temporaries of n floats). A point's
+        loss may differ in the last bits from :meth:`loss` (gemm vs gemv); the chunks depend only
+        on d and the number of points.
         """
         points = np.ascontiguousarray(points, dtype=np.float64)
         chunk = int(min(256, max(8, self.d // 4)))
