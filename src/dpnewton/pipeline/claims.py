@@ -631,6 +631,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
          "fsolve fails and returns rho = 1e-3, i.e. about epsilon 0.27 at these n; at larger epsilon its rho "
          "equals a's and a's runs are reused);",
          f"* **c** - tight accounting, `{conv['c']}` (exact Gaussian-DP curve).", "",
+         "AOP is calibrated to (epsilon, delta) directly (paper_spec 4.2), not through rho, so its rows are "
+         "the same under every conversion: a, b and c differ only for the other algorithms.", "",
          f"Datasets: {', '.join(p.get('datasets', sorted(baseline['dataset'])))}; epsilons "
          f"{', '.join(map(str, p.get('epsilons', [])))}; delta = n^-2; {p.get('n_seeds', '?')} seeds. "
          "Covertype is not reproducible offline (its raw features file is not in the shared data and downloads "
