@@ -101,16 +101,47 @@ def test_fig1_dp_gd_loss_at_ours_runtime():
     assert cl.verdict_fig1(c.iloc[:0], "s", 1.0, "bs16", "hess-clip", "dp-gd", 0.02)["verdict"] == cl.NA
 
 
-def test_oracle_fewer_iterations():
-    summary = pd.DataFrame([
-        {"dataset": "s", "algorithm": "hess-clip", "conversion": "bs16", "epsilon": 1.0, "iterations": T,
-         "excess_loss_mean": m} for T, m in [(1, 0.5), (2, 0.1), (5, 0.05)]])
-    c = cells([cell("s", "dp-gd-oracle", 1.0, 0.1, T=20), cell("s", "hess-clip", 1.0, 0.05, T=5)])
+def _oracle_summary(ours, oracle):
+    return pd.DataFrame(
+        [{"dataset": "s", "algorithm": "hess-clip", "conversion": "bs16", "epsilon": 1.0, "iterations": T,
+          "excess_loss_mean": m} for T, m in ours]
+        + [{"dataset": "s", "algorithm": "dp-gd-oracle", "conversion": "bs16", "epsilon": 1.0, "iterations": T,
+            "excess_loss_mean": m} for T, m in oracle])
+
+
+def _oracle_verdict(ours, oracle):
+    summary = _oracle_summary(ours, oracle)
+    best = lambda pts: min(pts, key=lambda p: p[1])  # noqa: E731
+    (to, mo), (tu, mu) = best(oracle), best(ours)
+    c = cells([cell("s", "dp-gd-oracle", 1.0, mo, T=to), cell("s", "hess-clip", 1.0, mu, T=tu)])
+    return cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle", lambda row: [row["algorithm"]])
+
+
+def test_oracle_fewer_iterations_to_a_common_level():
+    ours = [(1, 0.5), (2, 0.1), (5, 0.05)]
+    # Oracle worse than ours: level = its best 0.1, reached by ours at T=2 and by the Oracle at T=20
+    r = _oracle_verdict(ours, [(5, 0.3), (10, 0.2), (20, 0.1)])
+    assert r["verdict"] == cl.REPRODUCED and "hess-clip T=2" in r["ours"] and "Oracle T=20" in r["ours"]
+    # Oracle better than ours: level = ours' best 0.05, reached by ours at T=5 and by the Oracle at T=10
+    r = _oracle_verdict(ours, [(5, 0.3), (10, 0.04), (20, 0.01)])
+    assert r["verdict"] == cl.REPRODUCED and "hess-clip T=5" in r["ours"] and "Oracle T=10" in r["ours"]
+    # the Oracle reaches ours' best loss first: not reproduced
+    r = _oracle_verdict(ours, [(1, 0.04), (20, 0.01)])
+    assert r["verdict"] == cl.NOT and "Oracle T=1" in r["ours"]
+
+
+def test_oracle_verdict_does_not_move_with_the_oracle_cap():
+    """Extending the Oracle's grid (it keeps descending) changes its best loss, not the verdict."""
+    ours = [(1, 0.5), (4, 0.08), (16, 0.03)]
+    grid = [(5, 0.4), (10, 0.2), (20, 0.1), (40, 0.05), (80, 0.025)]
+    for extra in (0, 2, 5):
+        r = _oracle_verdict(ours, grid + [(80 * 2 ** j, 0.025 / 2 ** j) for j in range(1, extra + 1)])
+        assert r["verdict"] == cl.REPRODUCED and r["ours"].endswith("hess-clip T=16, Oracle T=80")
+    # the cap check's continuation (capped Oracle loss -> 0) of an Oracle still above ours at its cap
+    summary = _oracle_summary(ours, grid[:3])
+    c = cells([cell("s", "dp-gd-oracle", 1.0, 0.0, T=20), cell("s", "hess-clip", 1.0, 0.03, T=16)])
     r = cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle", lambda row: [row["algorithm"]])
-    assert r["verdict"] == cl.REPRODUCED and "T=2" in r["ours"]
-    c = cells([cell("s", "dp-gd-oracle", 1.0, 0.01, T=20), cell("s", "hess-clip", 1.0, 0.05, T=5)])
-    assert cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle",
-                             lambda row: [row["algorithm"]])["verdict"] == cl.NOT
+    assert r["verdict"] == cl.REPRODUCED and r["ours"].endswith("Oracle T=beyond its grid")
 
 
 def test_damped_good_only_for_large_eps():
