@@ -664,7 +664,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
           "below), and if every such cell kept improving with more iterations (loss towards 0, runtime without "
           "bound), the verdict would become W. A verdict without the mark does not change under that "
           "continuation (exact when the capped cells it uses are all on one side of its comparison; C3 is "
-          "not affected, C4 is indicative).", "",
+          "not affected; C4 compares the iterations to a loss both reach, which moves only while the Oracle's "
+          "capped loss is above ours).", "",
           "| claim | dataset | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
     for _, d in st.iterrows():
         L.append(f"| {d['claim']} | {d['dataset']} | " + " | ".join(str(d.get(c, '')) if pd.notna(d.get(c)) else ""
