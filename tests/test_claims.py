@@ -111,8 +111,7 @@ def _oracle_summary(ours, oracle):
 
 def _oracle_verdict(ours, oracle):
     summary = _oracle_summary(ours, oracle)
-    best = lambda pts: min(pts, key=lambda p: p[1])  # noqa: E731
-    (to, mo), (tu, mu) = best(oracle), best(ours)
+    (to, mo), (tu, mu) = (min(points, key=lambda p: p[1]) for points in (oracle, ours))
     c = cells([cell("s", "dp-gd-oracle", 1.0, mo, T=to), cell("s", "hess-clip", 1.0, mu, T=tu)])
     return cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle", lambda row: [row["algorithm"]])
 
