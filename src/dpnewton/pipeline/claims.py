@@ -252,7 +252,7 @@ def _first_t_reaching(summary: pd.DataFrame, dataset: str, algorithms, conversio
     """Smallest T whose mean excess loss over seeds is <= ``level`` (None if no T of the grid does)."""
     s = summary[(summary["dataset"] == dataset) & (summary["algorithm"].isin(algorithms))
                 & (summary["conversion"] == conversion) & np.isclose(summary["epsilon"], eps)]
-    hit = s[s["excess_loss_mean"].astype(float) <= level * (1 + 1e-12)]
+    hit = s[s["excess_loss_mean"].astype(float) <= level]
     return int(hit["iterations"].min()) if len(hit) else None
 
 
