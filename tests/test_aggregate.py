@@ -78,16 +78,20 @@ def test_table1_ratio_and_min_max():
         ("t", "hess-clip", 1.0, 10): [0.05, 0.05],   # no DP-GD on t: not in Table 1
     })
     best = agg.best_t(agg.summarize(runs))
-    long, wide = agg.table1(best, "dp-gd", "hess-clip")
+    # runtime = best T x per-update cost; the runs' recorded runtime_s (T * 0.015 on average) is ignored
+    costs = {("s", "dp-gd"): 0.002, ("s", "hess-clip"): 0.03, ("t", "hess-clip"): 1.0}
+    long, wide = agg.table1(best, costs, "dp-gd", "hess-clip")
     assert list(wide["dataset"]) == ["s"]
-    # runtime at best T: mean over seeds of T * 0.01 * (1 + seed) = T * 0.015
-    assert wide.loc[0, "eps=0.1"] == pytest.approx((100 * 0.015) / (5 * 0.015))
-    assert wide.loc[0, "eps=1"] == pytest.approx((200 * 0.015) / (10 * 0.015))
-    assert wide.loc[0, "min runtime hess-clip (s)"] == pytest.approx(5 * 0.015)
-    assert wide.loc[0, "max runtime hess-clip (s)"] == pytest.approx(10 * 0.015)
-    assert np.allclose(long["ratio"], long["runtime_s_mean_dp_gd"] / long["runtime_s_mean_hess_clip"])
+    assert wide.loc[0, "eps=0.1"] == pytest.approx((100 * 0.002) / (5 * 0.03))
+    assert wide.loc[0, "eps=1"] == pytest.approx((200 * 0.002) / (10 * 0.03))
+    assert wide.loc[0, "min runtime hess-clip (s)"] == pytest.approx(5 * 0.03)
+    assert wide.loc[0, "max runtime hess-clip (s)"] == pytest.approx(10 * 0.03)
+    assert np.allclose(long["ratio"], long["runtime_s_dp_gd"] / long["runtime_s_hess_clip"])
     md = agg.table1_markdown(wide, "dp-gd", "hess-clip", "bs16")
-    assert "| s | 20.00x | 20.00x |" in md
+    assert "| s | 1.33x | 1.33x |" in md and "per-update cost of a lone run" in md
+    # a configuration that was not timed has no runtime: its ratio is NaN, not a recorded time
+    long, wide = agg.table1(best, {("s", "hess-clip"): 0.03}, "dp-gd", "hess-clip")
+    assert long["ratio"].isna().all()
 
 
 def test_privacy_check_kinds():

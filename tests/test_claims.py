@@ -13,7 +13,7 @@ CONV = {"a": "bs16", "b": "official-fsolve", "c": "gdp"}
 
 def cell(ds, alg, eps, mean, se=0.0, conv="bs16", base=None, T=5, runtime=1.0, hyper="{}", rho=0.5, delta=1e-8):
     return {"dataset": ds, "algorithm": alg, "base_algorithm": base or alg, "conversion": conv, "epsilon": eps,
-            "excess_loss_mean": mean, "excess_loss_se": se, "best_T": T, "runtime_s_mean": runtime, "hyper": hyper,
+            "excess_loss_mean": mean, "excess_loss_se": se, "best_T": T, "runtime_s": runtime, "hyper": hyper,
             "rho": rho, "delta": delta, "at_edge": False, "edge": "", "grid_extended": False}
 
 
@@ -88,7 +88,7 @@ def test_speedup():
 
 def curve(alg, times, losses, ds="s", eps=1.0, conv="bs16"):
     return pd.DataFrame({"dataset": ds, "algorithm": alg, "conversion": conv, "epsilon": eps,
-                         "iterate": range(len(times)), "elapsed_s_mean": times, "excess_loss_mean": losses})
+                         "iterate": range(len(times)), "runtime_s": times, "excess_loss_mean": losses})
 
 
 def test_fig1_dp_gd_loss_at_ours_runtime():
@@ -168,7 +168,7 @@ def test_continued_past_cap_moves_only_capped_cells_to_their_limits():
     rows[0]["edge"] = "high"
     c = cl.continued_past_cap(pd.DataFrame(rows))
     assert c.loc[0, ["excess_loss_mean", "excess_loss_se"]].tolist() == [0.0, 0.0]
-    assert c.loc[0, "runtime_s_mean"] == 2.0 * cl.UNBOUNDED_RUNTIME
+    assert c.loc[0, "runtime_s"] == 2.0 * cl.UNBOUNDED_RUNTIME
     assert c.loc[1].equals(pd.DataFrame(rows).loc[1])
 
 
@@ -257,13 +257,18 @@ def test_evaluate_and_markdown_end_to_end():
     baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]})
     curves = pd.DataFrame(columns=["dataset", "algorithm", "conversion", "epsilon", "iterate", "elapsed_s_mean",
                                    "excess_loss_mean"])
-    verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, {},
+    # per-update costs of lone runs: DP-GD 0.5 s, the rest 0.1 s (the runs' runtime_s is not used)
+    costs = pd.DataFrame({"dataset": "s", "algorithm": ["hess-clip", "qu-clip", "dp-gd", "damped-newton", "dp-gd-oracle"],
+                          "s_per_update": [0.1, 0.1, 0.5, 0.1, 0.1]})
+    verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, costs, {},
                                   official=lambda e, d: 1e-3)
     c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
     assert c1["verdict"] == cl.REPRODUCED
     assert set(verdicts["setting"]) >= {"a", "a-tuned", "c"}
     t1 = extra["table1"]
-    assert (t1[t1["setting"] == "a"]["ratio"] > 1).all()
+    ta = t1[t1["setting"] == "a"]
+    assert np.allclose(ta["ratio"], (ta["dp_gd_T"] * 0.5) / (ta["ours_T"] * 0.1))  # both best T = 4: 5x
+    assert np.allclose(ta["dp_gd_runtime_s"], 4 * 0.5)
     assert not verdicts["cap_sensitive"].any()  # no best T at a cap
     md = cl.markdown(verdicts, extra, {"datasets": ["s"], "epsilons": ["0.01", "1"], "n_seeds": 4}, baseline)
     assert "non-private" in md and "| C1 best" in md and "Covertype" in md
@@ -275,7 +280,7 @@ def test_evaluate_and_markdown_end_to_end():
     capped = best.copy()
     capped.loc[(capped["algorithm"] == "dp-gd") & (capped["conversion"] == "bs16")
                & (capped["epsilon"] == 1.0), "edge"] = "high"
-    verdicts, extra = cl.evaluate(runs, summary, capped, baseline, curves, {},
+    verdicts, extra = cl.evaluate(runs, summary, capped, baseline, curves, costs, {},
                                   official=lambda e, d: 1e-3)
     c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
     assert c1["verdict"] == cl.REPRODUCED and c1["verdict_past_cap"] == cl.PARTLY and c1["cap_sensitive"]

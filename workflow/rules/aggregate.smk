@@ -3,6 +3,7 @@ rule aggregate:
         rows=all_job_rows(),
         curves=all_job_curves(),
         optima=all_optima(),
+        timings=all_timings(),
     output:
         **{f"{t}_parquet": f"results/tables/{t}.parquet" for t in TABLES},
         runs_csv="results/tables/runs.csv",
@@ -18,6 +19,12 @@ rule aggregate:
             caption="../report/baseline.rst",
             category="Tables",
             labels={"table": "trivial baseline"},
+        ),
+        update_costs_csv=report(
+            "results/tables/update_costs.csv",
+            caption="../report/update_costs.rst",
+            category="Tables",
+            labels={"table": "per-update cost of lone runs"},
         ),
         table1_csv=report(
             "results/tables/table1.csv",

@@ -5,6 +5,7 @@ rule claims:
         best="results/tables/best_T.parquet",
         baseline="results/tables/baseline.parquet",
         best_curves="results/tables/best_curves.parquet",
+        costs="results/tables/update_costs.parquet",
     output:
         md=report(
             "results/claims/claims.md",

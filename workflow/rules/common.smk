@@ -6,6 +6,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from dpnewton.pipeline import config as pipecfg
+from dpnewton.pipeline import timing as pipetiming
 
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -22,6 +23,7 @@ PROTOCOL = pipecfg.protocol_summary(PLAN)
 STUDIES = pipecfg.studies(config)
 STUDY = STUDIES[0] if STUDIES else {}
 CLAIMS = config.get("claims") or {}
+TIMING = config.get("timing") or {}
 
 
 wildcard_constraints:
@@ -65,6 +67,31 @@ def all_job_curves():
     return [f"{j.stem}.curves.parquet" for j in PLAN.jobs if j.spec["curves_max_points"]]
 
 
+def timed_configurations():
+    """The configurations the timing stage times: those of Table 1, the runtime figure and the
+    claims report's Table 1, with every tuned variant of their base algorithms."""
+    table1 = config.get("table1") or {}
+    anchors = [table1.get("baseline", "dp-gd"), table1.get("ours", "hess-clip")]
+    anchors += FIG.get("runtime_algorithms", ["dp-gd", "hess-clip", "qu-clip"])
+    if CLAIMS.get("enabled", False):
+        anchors += [CLAIMS.get("baseline", "dp-gd"), CLAIMS.get("table1_ours", "hess-clip")]
+    names = pipetiming.configurations_to_time(PLAN.algorithms, anchors)
+    return {n: {"base": PLAN.algorithms[n]["base"], "hyper": PLAN.algorithms[n]["hyper"]} for n in names}
+
+
+TIMED = timed_configurations()
+
+
+def timing_spec(wildcards):
+    return {"dataset": wildcards.dataset, "configurations": TIMED, "repeats": TIMING.get("repeats", 5),
+            "seconds_per_run": TIMING.get("seconds_per_run", 0.5), "epsilon": TIMING.get("epsilon", 1.0),
+            "conversion": PRIMARY, "delta": config.get("delta")}
+
+
+def all_timings():
+    return expand("results/timing/{dataset}.csv", dataset=DATASETS) if TIMED else []
+
+
 def all_optima():
     return expand("results/data/{dataset}.optimum.json", dataset=DATASETS)
 
@@ -99,7 +126,7 @@ def figure_files(folder="results/figures"):
     return expand(f"{folder}/{{fig}}.{{ext}}", fig=figure_names(), ext=FORMATS)
 
 
-TABLES = ["runs", "summary", "best_T", "baseline", "table1", "table1_long"]
+TABLES = ["runs", "summary", "best_T", "baseline", "update_costs", "table1", "table1_long"]
 
 
 def table_files():

@@ -2,13 +2,14 @@ rule fig1_runtime:
     input:
         best="results/tables/best_T.parquet",
         curves="results/tables/best_curves.parquet",
+        costs="results/tables/update_costs.parquet",
     output:
         [
             report(
                 f"results/figures/fig1_runtime.{ext}",
                 caption="../report/fig1_runtime.rst",
                 category="Figures",
-                labels={"figure": "Figure 1: excess loss vs wall time", "format": ext},
+                labels={"figure": "Figure 1: excess loss vs runtime", "format": ext},
             )
             for ext in FORMATS
         ],
@@ -23,7 +24,7 @@ rule fig1_runtime:
         privacy_utility=privacy_utility_algorithms(),
         minibatch=minibatch_algorithms(),
     message:
-        "Figure 1: excess loss vs wall time"
+        "Figure 1: excess loss vs runtime"
     localrule: True
     conda:
         "../../envs/dpnewton.yaml"

@@ -1,6 +1,7 @@
 """The paper's claims, checked against our own runs (Issue 8): verdicts, numbers and reasons.
 
-Input: the aggregate tables (runs, summary, best_T, baseline, best_curves). Output: a Markdown
+Input: the aggregate tables (runs, summary, best_T, baseline, best_curves, update_costs). Runtimes
+are lone-run runtimes, T x the timed per-update cost (:mod:`dpnewton.pipeline.timing`). Output: a Markdown
 report (``claims.md``), its CSV (one row per claim x setting), a robustness table (best T and
 configuration chosen on one half of the seeds, reported on the other half) and a divergence table
 (fraction of runs that diverged or did worse than the trivial output w = 0, and reset fractions).
@@ -27,6 +28,8 @@ import math
 
 import numpy as np
 import pandas as pd
+
+from .timing import cost_lookup, runtime_column
 
 log = logging.getLogger("dpnewton.pipeline")
 
@@ -215,22 +218,25 @@ def verdict_speedup(ratios) -> dict:
 
 
 def loss_at_time(curve: pd.DataFrame, t: float) -> float:
-    """Mean excess loss of a best-T curve at wall time t (last iterate at or before t; first if none)."""
-    c = curve.sort_values("elapsed_s_mean")
-    before = c[c["elapsed_s_mean"] <= t]
+    """Mean excess loss of a best-T curve at runtime t (last iterate at or before t; first if none)."""
+    c = curve.sort_values("runtime_s")
+    before = c[c["runtime_s"] <= t]
     return float((before if len(before) else c.head(1))["excess_loss_mean"].iloc[-1])
 
 
 def verdict_fig1(curves: pd.DataFrame, dataset: str, eps: float, conversion: str, ours: str, baseline: str,
                  best_loss: float) -> dict:
-    """Figure 1 analogue: DP-GD's loss at ours' runtime vs ours' final loss (paper: 0.041 vs 0.014)."""
+    """Figure 1 analogue: DP-GD's loss at ours' runtime vs ours' final loss (paper: 0.041 vs 0.014).
+
+    ``curves`` carry ``runtime_s`` = iterate x the configuration's per-update cost (lone runs).
+    """
     c = curves[(curves["dataset"] == dataset) & np.isclose(curves["epsilon"], eps)
                & (curves["conversion"] == conversion)]
     o, g = c[c["algorithm"] == ours], c[c["algorithm"] == baseline]
     if o.empty or g.empty:
         return {"verdict": NA, "reason": "no stored curves", "ours": ""}
     o = o.sort_values("iterate")
-    t = float(o["elapsed_s_mean"].iloc[-1])
+    t = float(o["runtime_s"].iloc[-1])
     ov = float(o["excess_loss_mean"].iloc[-1])
     gv = loss_at_time(g, t)
     ratio = gv / ov if ov > 0 else float("nan")
@@ -372,7 +378,7 @@ def continued_past_cap(cells: pd.DataFrame) -> pd.DataFrame:
         return c
     high = c["edge"].astype(str).eq("high")
     c.loc[high, ["excess_loss_mean", "excess_loss_se"]] = 0.0
-    c.loc[high, "runtime_s_mean"] = c.loc[high, "runtime_s_mean"].astype(float) * UNBOUNDED_RUNTIME
+    c.loc[high, "runtime_s"] = c.loc[high, "runtime_s"].astype(float) * UNBOUNDED_RUNTIME
     return c
 
 
@@ -477,15 +483,20 @@ def official_rho(epsilon: float, delta: float) -> float:
     return float(epsilon_to_rho(epsilon, delta, "official-fsolve"))
 
 
-def evaluate(runs, summary, best, baseline, curves, claims: dict,
+def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
              official=official_rho) -> tuple[pd.DataFrame, dict]:
     """All claims under all settings -> (verdict rows, extra tables).
 
+    ``costs`` are the per-update costs of the timing stage: a cell's runtime is best T x cost, a
+    curve's runtime at iterate k is k x cost (NaN for a configuration that was not timed).
     The verdicts are evaluated twice: on the measured cells, and with every capped cell continued
     (:func:`continued_past_cap`); the rows carry both (:func:`with_cap_check`).
     """
+    lookup = cost_lookup(costs)
     best = best.copy()
     best["base"] = base_of(best)
+    best["runtime_s"] = runtime_column(best, lookup)
+    curves = curves.assign(runtime_s=runtime_column(curves, lookup, "iterate"))
     robust = split_seed_selection(runs)
     held = heldout_cells(robust, best)
     verdicts, extra = _verdicts(summary, best, held, baseline, curves, claims, official)
@@ -530,15 +541,15 @@ def _verdicts(summary, best, held, baseline, curves, claims: dict, official) -> 
                 g, o = _row(cells, ds, base_alg, e), _row(cells, ds, t1_ours, e)
                 if g is None or o is None:
                     continue
-                ratio = float(g["runtime_s_mean"]) / float(o["runtime_s_mean"]) if float(o["runtime_s_mean"]) > 0 \
+                ratio = float(g["runtime_s"]) / float(o["runtime_s"]) if float(o["runtime_s"]) > 0 \
                     else float("nan")
                 paper = PAPER_TABLE1.get(ds, {}).get(float(e))
                 res = verdict_table1_cell(ratio, paper, float(o["excess_loss_mean"]), float(g["excess_loss_mean"]))
                 table1_rows.append({"setting": s, "dataset": ds, "epsilon": float(e), "ratio": ratio, "paper": paper,
                                     "dp_gd_config": g["algorithm"], "dp_gd_T": g["best_T"],
-                                    "dp_gd_runtime_s": float(g["runtime_s_mean"]),
+                                    "dp_gd_runtime_s": float(g["runtime_s"]),
                                     "dp_gd_excess": float(g["excess_loss_mean"]), "ours_config": o["algorithm"],
-                                    "ours_T": o["best_T"], "ours_runtime_s": float(o["runtime_s_mean"]),
+                                    "ours_T": o["best_T"], "ours_runtime_s": float(o["runtime_s"]),
                                     "ours_excess": float(o["excess_loss_mean"]), "verdict": res["verdict"],
                                     "dp_gd_edge": g.get("edge", ""), "ours_edge": o.get("edge", "")})
         t1 = pd.DataFrame([r for r in table1_rows if r["setting"] == s])
@@ -758,10 +769,12 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
         L += ["| " + " | ".join(f"`{r[c]}`" for c in cols) + f" | {r['rows']} | {r['cells']} |"
               for _, r in versions.iterrows()]
     L += ["", "## Caveats", "",
-          "* Runtimes are update-step wall times on a shared, loaded 2-core machine: ratios carry up to ~2x noise.",
+          "* Runtimes are lone-run runtimes: best T x the configuration's per-update cost, timed round-robin in "
+          "one process with no other job running (results/tables/update_costs.csv; median over rounds, update "
+          "steps only). They assume a constant cost per update, which holds for these full-batch methods.",
           "* Fewer seeds than the paper's 10 repetitions; close best-T choices can flip between seed sets.",
-          "* DP-GD's runtime in a cell is its per-run share of the step batched over its T grid (one seed at "
-          "a time): while shorter runs are still active the share is below a lone run's step time.", ""]
+          "* The run jobs' own recorded times (runs.csv `runtime_s`) are not used: DP-GD runs its T grid as one "
+          "batch and is charged a share of each batched step, and jobs share the machine.", ""]
     return "\n".join(L)
 
 
@@ -773,7 +786,8 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     best = pd.read_parquet(inputs["best"])
     baseline = pd.read_parquet(inputs["baseline"])
     curves = pd.read_parquet(inputs["best_curves"])
-    verdicts, extra = evaluate(runs, summary, best, baseline, curves, claims)
+    costs = pd.read_parquet(inputs["costs"])
+    verdicts, extra = evaluate(runs, summary, best, baseline, curves, costs, claims)
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:

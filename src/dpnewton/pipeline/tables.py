@@ -10,12 +10,14 @@ import pandas as pd
 
 from ..io import atomic_write_json, atomic_write_text
 from . import aggregate as agg
+from .timing import cost_lookup, load_costs
 
 log = logging.getLogger("dpnewton.pipeline")
 
 
-def write_all(rows, curves, optima, out: dict, protocol: dict, table1: dict, conversion: str) -> dict:
-    """Build and write runs, summary, best_T, baseline, table1(_long), edges, protocol, best_curves.
+def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: dict, conversion: str) -> dict:
+    """Build and write runs, summary, best_T, baseline, update_costs, table1(_long), edges, protocol,
+    best_curves. ``timings`` are the timing rule's raw CSV files (:mod:`dpnewton.pipeline.timing`).
 
     ``out`` maps the aggregate rule's output names (``runs_parquet``, ``runs_csv``, ...) to paths.
     """
@@ -29,9 +31,10 @@ def write_all(rows, curves, optima, out: dict, protocol: dict, table1: dict, con
     baseline = agg.trivial_baseline([json.loads(Path(p).read_text()) for p in optima])
     best = agg.add_cell_stability(best, runs, baseline)
     base_alg, ours = table1.get("baseline", "dp-gd"), table1.get("ours", "hess-clip")
-    t1_long, t1 = agg.table1(best, base_alg, ours, conversion)
-    frames = {"runs": runs, "summary": summary, "best_T": best, "baseline": baseline, "table1": t1,
-              "table1_long": t1_long}
+    costs = load_costs(timings)
+    t1_long, t1 = agg.table1(best, cost_lookup(costs), base_alg, ours, conversion)
+    frames = {"runs": runs, "summary": summary, "best_T": best, "baseline": baseline, "update_costs": costs,
+              "table1": t1, "table1_long": t1_long}
     for name, frame in frames.items():
         agg.write_frame(frame, out[f"{name}_parquet"], out.get(f"{name}_csv"))
     atomic_write_text(out["table1_md"], agg.table1_markdown(t1, base_alg, ours, conversion))

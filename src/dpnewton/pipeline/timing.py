@@ -1,0 +1,165 @@
+"""Per-update cost of lone runs, measured in one process: the runtimes of Table 1 and of Figure 1.
+
+Why a separate stage. In the run jobs a run's recorded time is not a lone run's time: DP-GD runs
+its whole T grid as one batch (one pass over Z serves every active run, and a run is charged its
+share of the batched step, :func:`dpnewton.algorithms.base.iterate_batched`), and jobs share the
+machine with other jobs. Both change from cell to cell, so ratios of recorded times carried up to
+~2x noise and a bias against the unbatched Newton methods. The paper's Table 1 and Figure 1
+compare lone runs [paper section 6; paper_spec 9.1: update steps timed, loss evaluation not].
+
+The stage. For every dataset, each timed configuration runs alone (one seed, one T, BLAS on one
+thread as in the run jobs), ``repeats`` rounds in round-robin order, the order rotated by one each
+round so that no configuration always runs first. A timed run makes ``steps`` updates, with
+``steps`` chosen from an untimed warm-up run so that it lasts about ``seconds_per_run``. The
+per-update cost is the median over rounds of (update time / steps), measured by the library's
+own update timer. The rule claims all cores of a local run, so no other job runs beside it.
+
+Its use. runtime(T) = T x cost(dataset, configuration): what a lone run of T updates takes. An
+update's arithmetic does not depend on epsilon, the seed or the step size (only the noise scale
+and the constants change), so one cost serves every cell of a configuration on a dataset; the
+configuration's own hyper-parameters are used, because some change the cost (a minibatch size).
+The costs are timings: they are not bit-reproducible, unlike every loss and noise draw.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger("dpnewton.pipeline")
+
+RAW_COLUMNS = ["dataset", "algorithm", "base_algorithm", "round", "position", "steps", "update_s",
+               "s_per_update"]
+COST_COLUMNS = ["dataset", "algorithm", "base_algorithm", "steps", "rounds", "s_per_update",
+                "s_per_update_min", "s_per_update_max", "spread"]
+WARMUP_STEPS = 2
+MAX_STEPS = 100_000
+#: the seed index of every timed run (the numbers it computes are not used)
+TIMING_SEED = 0
+
+
+def configurations_to_time(algorithms: dict[str, dict], anchors) -> list[str]:
+    """Every configured algorithm whose base algorithm is the base of one of ``anchors``.
+
+    ``algorithms`` maps configuration names to ``{'base': ..., 'hyper': ...}`` (the expanded
+    config); ``anchors`` are the configurations Table 1 and the runtime figure name. Tuned variants
+    of an anchor (another step size, gradient share, ...) are timed too: they can be a cell's choice.
+    """
+    bases = {algorithms[a]["base"] for a in anchors if a in algorithms}
+    return [name for name, entry in algorithms.items() if entry["base"] in bases]
+
+
+def steps_for(seconds_per_update: float, seconds_per_run: float) -> int:
+    """Updates per timed run: about ``seconds_per_run`` of updates, at least 2, at most MAX_STEPS."""
+    if not math.isfinite(seconds_per_update) or seconds_per_update <= 0:
+        return MAX_STEPS
+    return int(min(MAX_STEPS, max(WARMUP_STEPS, round(seconds_per_run / seconds_per_update))))
+
+
+def rotated(names: list[str], k: int) -> list[str]:
+    """``names`` rotated left by k: the round-robin order of round k."""
+    if not names:
+        return []
+    k %= len(names)
+    return names[k:] + names[:k]
+
+
+def measure_update_costs(problem, dataset: str, configurations: dict[str, dict], repeats: int,
+                         seconds_per_run: float, epsilon: float, conversion: str,
+                         delta: float | None = None) -> pd.DataFrame:
+    """Raw timings (RAW_COLUMNS): ``repeats`` rounds x every configuration, lone runs, round-robin.
+
+    ``configurations`` maps names to ``{'base': registered algorithm, 'hyper': dict}``.
+    """
+    from ..experiment import run_algorithm
+
+    if repeats < 1:
+        raise ValueError(f"timing repeats={repeats!r} must be >= 1")
+
+    def one_run(name: str, steps: int) -> float:
+        entry = configurations[name]
+        res = run_algorithm(problem, dataset, entry["base"], epsilon, [TIMING_SEED], steps, delta=delta,
+                            conversion=conversion, hyper=dict(entry.get("hyper") or {}))[0]
+        return res.runtime_s
+
+    names = list(configurations)
+    steps = {}
+    for name in names:
+        warm = one_run(name, WARMUP_STEPS)
+        steps[name] = steps_for(warm / WARMUP_STEPS, seconds_per_run)
+        log.info("timing %s/%s: warm-up %.3g s per update -> %d updates per timed run", dataset, name,
+                 warm / WARMUP_STEPS, steps[name])
+    rows = []
+    for k in range(repeats):
+        for position, name in enumerate(rotated(names, k)):
+            took = one_run(name, steps[name])
+            rows.append({"dataset": dataset, "algorithm": name, "base_algorithm": configurations[name]["base"],
+                         "round": k, "position": position, "steps": steps[name], "update_s": took,
+                         "s_per_update": took / steps[name]})
+        log.info("timing %s: round %d/%d done", dataset, k + 1, repeats)
+    return pd.DataFrame(rows, columns=RAW_COLUMNS)
+
+
+def summarize_costs(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, configuration): median per-update cost over rounds, its range and relative spread."""
+    if raw.empty:
+        return pd.DataFrame(columns=COST_COLUMNS)
+    out = raw.groupby(["dataset", "algorithm", "base_algorithm"], sort=True).agg(
+        steps=("steps", "max"), rounds=("round", "nunique"), s_per_update=("s_per_update", "median"),
+        s_per_update_min=("s_per_update", "min"), s_per_update_max=("s_per_update", "max")).reset_index()
+    out["spread"] = (out["s_per_update_max"] - out["s_per_update_min"]) / out["s_per_update"]
+    return out[COST_COLUMNS]
+
+
+def cost_lookup(costs: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """{(dataset, configuration): seconds per update}."""
+    return {(r.dataset, r.algorithm): float(r.s_per_update) for r in costs.itertuples()}
+
+
+def lone_runtime(costs: dict[tuple[str, str], float], dataset: str, algorithm: str, iterations) -> float:
+    """runtime(T) = T x cost: a lone run of T updates (NaN if the configuration was not timed)."""
+    c = costs.get((dataset, algorithm))
+    if c is None or iterations is None or pd.isna(iterations):
+        return float("nan")
+    return float(iterations) * c
+
+
+def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.DataFrame:
+    """Entry point of the timing rule: time ``spec['configurations']`` on one prepared dataset."""
+    from threadpoolctl import threadpool_info
+
+    from ..io import atomic_path
+    from ..problems import load_problem_from_prepared
+
+    problem = load_problem_from_prepared(Path(prepared))
+    blas = sorted({f"{i.get('internal_api')} {i.get('version')}" for i in threadpool_info()})
+    log.info("timing on %s (n=%d, d=%d): %s, %d rounds, ~%.2g s per timed run, epsilon %g (%s); BLAS %s",
+             spec["dataset"], problem.n, problem.d, ", ".join(spec["configurations"]), spec["repeats"],
+             spec["seconds_per_run"], spec["epsilon"], spec["conversion"], "; ".join(blas))
+    raw = measure_update_costs(problem, spec["dataset"], spec["configurations"], int(spec["repeats"]),
+                               float(spec["seconds_per_run"]), float(spec["epsilon"]), spec["conversion"],
+                               spec.get("delta"))
+    for r in summarize_costs(raw).itertuples():
+        log.info("cost %s/%s: %.4g ms per update (median of %d; range %.4g-%.4g ms, spread %.1f%%)",
+                 r.dataset, r.algorithm, 1e3 * r.s_per_update, r.rounds, 1e3 * r.s_per_update_min,
+                 1e3 * r.s_per_update_max, 100 * r.spread)
+    with atomic_path(out_csv, suffix=".csv") as tmp:
+        raw.to_csv(tmp, index=False)
+    return raw
+
+
+def load_costs(paths) -> pd.DataFrame:
+    """Per-update costs (COST_COLUMNS) from the timing rule's raw CSV files."""
+    frames = [pd.read_csv(p, dtype={"dataset": str, "algorithm": str, "base_algorithm": str}) for p in paths]
+    frames = [f for f in frames if len(f)]
+    return summarize_costs(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RAW_COLUMNS))
+
+
+def runtime_column(frame: pd.DataFrame, costs: dict[tuple[str, str], float], iterations: str = "best_T") -> np.ndarray:
+    """Lone-run runtime of every row of ``frame`` (dataset, algorithm, ``iterations`` columns)."""
+    return np.array([lone_runtime(costs, d, a, t) for d, a, t in
+                     zip(frame["dataset"], frame["algorithm"], frame[iterations])], dtype=float)

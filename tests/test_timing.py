@@ -1,0 +1,100 @@
+"""The timing stage (dpnewton.pipeline.timing): what it times, in which order, and how costs are used.
+
+No test asserts a duration: only the structure of the measurement and the arithmetic on its results.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpnewton.pipeline import timing as tm
+
+ALGORITHMS = {
+    "dp-gd": {"base": "dp-gd", "hyper": {}},
+    "dp-gd-s8": {"base": "dp-gd", "hyper": {"step": 8.0}},
+    "hess-clip": {"base": "hess-clip", "hyper": {}},
+    "hess-clip-gf0.9": {"base": "hess-clip", "hyper": {"grad_frac": 0.9}},
+    "qu-add": {"base": "qu-add", "hyper": {}},
+    "aop": {"base": "aop", "hyper": {}},
+}
+
+
+def test_configurations_to_time_are_the_anchors_and_their_tuned_variants():
+    got = tm.configurations_to_time(ALGORITHMS, ["dp-gd", "hess-clip", "not-configured"])
+    assert got == ["dp-gd", "dp-gd-s8", "hess-clip", "hess-clip-gf0.9"]
+    # an anchor that is itself a variant brings in its base's other configurations
+    assert tm.configurations_to_time(ALGORITHMS, ["dp-gd-s8"]) == ["dp-gd", "dp-gd-s8"]
+    assert tm.configurations_to_time(ALGORITHMS, []) == []
+
+
+@pytest.mark.parametrize("per_update, target, steps", [
+    (1e-3, 0.5, 500), (0.02, 0.5, 25), (0.4, 0.5, 2), (10.0, 0.5, 2), (1e-9, 0.5, tm.MAX_STEPS),
+    (0.0, 0.5, tm.MAX_STEPS), (float("nan"), 0.5, tm.MAX_STEPS)])
+def test_steps_for(per_update, target, steps):
+    assert tm.steps_for(per_update, target) == steps
+
+
+def test_rotation_puts_every_configuration_first_once_per_cycle():
+    names = ["a", "b", "c"]
+    assert tm.rotated(names, 0) == ["a", "b", "c"]
+    assert tm.rotated(names, 1) == ["b", "c", "a"]
+    assert tm.rotated(names, 5) == ["c", "a", "b"]
+    assert tm.rotated([], 3) == []
+    for pos in range(3):
+        assert sorted(tm.rotated(names, k)[pos] for k in range(3)) == names
+
+
+def test_measure_update_costs_structure(toy_problem):
+    confs = {k: ALGORITHMS[k] for k in ("dp-gd", "hess-clip", "dp-gd-s8")}
+    raw = tm.measure_update_costs(toy_problem, "toy", confs, repeats=4, seconds_per_run=0.002, epsilon=1.0,
+                                  conversion="bs16")
+    assert list(raw.columns) == tm.RAW_COLUMNS
+    assert len(raw) == 4 * 3
+    names = list(confs)
+    for k in range(4):
+        rnd = raw[raw["round"] == k].sort_values("position")
+        assert list(rnd["algorithm"]) == tm.rotated(names, k)
+    assert (raw["steps"] >= tm.WARMUP_STEPS).all()
+    assert raw.groupby("algorithm")["steps"].nunique().eq(1).all()  # one run length per configuration
+    assert np.allclose(raw["s_per_update"], raw["update_s"] / raw["steps"])
+    assert (raw["s_per_update"] > 0).all()
+    assert dict(zip(raw["algorithm"], raw["base_algorithm"]))["dp-gd-s8"] == "dp-gd"
+    with pytest.raises(ValueError, match="repeats"):
+        tm.measure_update_costs(toy_problem, "toy", confs, repeats=0, seconds_per_run=0.01, epsilon=1.0,
+                                conversion="bs16")
+
+
+def test_summarize_costs_median_range_spread():
+    raw = pd.DataFrame({"dataset": "s", "algorithm": ["a"] * 3 + ["b"] * 2, "base_algorithm": ["a"] * 3 + ["b"] * 2,
+                        "round": [0, 1, 2, 0, 1], "position": 0, "steps": [10, 10, 10, 4, 4],
+                        "update_s": [0.1, 0.3, 0.2, 0.4, 0.8], "s_per_update": [0.01, 0.03, 0.02, 0.1, 0.2]})
+    c = tm.summarize_costs(raw).set_index("algorithm")
+    assert list(tm.summarize_costs(raw).columns) == tm.COST_COLUMNS
+    assert c.loc["a", "s_per_update"] == pytest.approx(0.02)
+    assert c.loc["a", "spread"] == pytest.approx((0.03 - 0.01) / 0.02)
+    assert c.loc["b", "s_per_update"] == pytest.approx(0.15) and c.loc["b", "rounds"] == 2
+    assert tm.summarize_costs(raw.iloc[:0]).empty
+
+
+def test_lone_runtime_is_iterations_times_cost():
+    costs = {("s", "dp-gd"): 0.004, ("s", "hess-clip"): 0.02}
+    frame = pd.DataFrame({"dataset": ["s", "s", "s", "t"], "algorithm": ["dp-gd", "hess-clip", "hess-clip", "dp-gd"],
+                          "best_T": pd.array([1200, 16, None, 5], dtype="Int64")})
+    got = tm.runtime_column(frame, costs)
+    assert got[:2] == pytest.approx([4.8, 0.32])
+    assert np.isnan(got[2]) and np.isnan(got[3])  # no best T; not timed on t
+    assert tm.runtime_column(frame.rename(columns={"best_T": "iterate"}), costs, "iterate")[0] == pytest.approx(4.8)
+
+
+def test_run_timing_writes_raw_rows_that_load_back(tmp_path):
+    from dpnewton.data.prepare import prepare
+
+    prepared = prepare("synthetic", cache_dir=tmp_path, out=tmp_path / "synthetic.npz", n=500, d=4, seed=1).path
+    spec = {"dataset": "synthetic", "configurations": {"dp-gd": ALGORITHMS["dp-gd"]}, "repeats": 2,
+            "seconds_per_run": 0.002, "epsilon": 1.0, "conversion": "bs16", "delta": None}
+    out = tmp_path / "timing" / "toy.csv"
+    raw = tm.run_timing(prepared, spec, out)
+    assert out.exists() and not list(out.parent.glob(".*.tmp"))
+    costs = tm.load_costs([out])
+    assert list(costs["algorithm"]) == ["dp-gd"] and costs.loc[0, "rounds"] == 2
+    assert costs.loc[0, "s_per_update"] == pytest.approx(raw["s_per_update"].median())

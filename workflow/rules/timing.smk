@@ -1,0 +1,20 @@
+rule time_updates:
+    input:
+        npz="results/data/{dataset}.npz",
+        meta="results/data/{dataset}.json",
+        optimum="results/data/{dataset}.optimum.npz",
+    output:
+        "results/timing/{dataset}.csv",
+    log:
+        "logs/timing/{dataset}.log",
+    params:
+        spec=timing_spec,
+    # every core of a local run, so that no other job runs beside the timed runs (BLAS stays on one
+    # thread inside); under a cluster profile, the profile's cores
+    threads: lambda wildcards: workflow.cores
+    message:
+        "Timing lone runs on {wildcards.dataset}"
+    conda:
+        "../../envs/dpnewton.yaml"
+    script:
+        "../scripts/time_updates.py"
