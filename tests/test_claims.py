@@ -74,6 +74,15 @@ def test_table1_cell(ratio, paper, verdict):
     assert cl.verdict_table1_cell(ratio, paper, 0.1, 0.2)["verdict"] == verdict
 
 
+def test_table1_cell_within_timing():
+    # paper 4.87: reproduced in [2.435, 9.74]; partly above 1
+    assert cl.table1_cell_within_timing(5.0, 4.87, 0.2) == ""
+    assert cl.table1_cell_within_timing(9.0, 4.87, 0.2) == cl.PARTLY         # 10.8x leaves the factor-2 band
+    assert cl.table1_cell_within_timing(2.6, 4.87, 0.2) == cl.PARTLY         # 2.17x falls below it
+    assert cl.table1_cell_within_timing(0.9, 4.87, 0.2) == cl.PARTLY         # 1.08x: faster after all
+    assert cl.table1_cell_within_timing(float("nan"), 4.87, 0.2) == ""
+
+
 def test_table1_cell_notes_worse_loss():
     r = cl.verdict_table1_cell(5.0, 4.87, ours_loss=0.3, base_loss=0.1)
     assert r["verdict"] == cl.REPRODUCED and "worse than DP-GD" in r["reason"]
@@ -258,7 +267,8 @@ def test_evaluate_and_markdown_end_to_end():
     curves = pd.DataFrame(columns=["dataset", "algorithm", "conversion", "epsilon", "iterate", "elapsed_s_mean",
                                    "excess_loss_mean"])
     # per-update costs of lone runs: DP-GD 0.5 s, the rest 0.1 s (the runs' runtime_s is not used)
-    costs = pd.DataFrame({"dataset": "s", "algorithm": ["hess-clip", "qu-clip", "dp-gd", "damped-newton", "dp-gd-oracle"],
+    names = ["hess-clip", "qu-clip", "dp-gd", "damped-newton", "dp-gd-oracle"]
+    costs = pd.DataFrame({"dataset": "s", "algorithm": names, "base_algorithm": names,
                           "s_per_update": [0.1, 0.1, 0.5, 0.1, 0.1]})
     verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, costs, {},
                                   official=lambda e, d: 1e-3)
@@ -269,6 +279,17 @@ def test_evaluate_and_markdown_end_to_end():
     ta = t1[t1["setting"] == "a"]
     assert np.allclose(ta["ratio"], (ta["dp_gd_T"] * 0.5) / (ta["ours_T"] * 0.1))  # both best T = 4: 5x
     assert np.allclose(ta["dp_gd_runtime_s"], 4 * 0.5)
+    c2 = verdicts[verdicts["claim"].str.startswith("C2") & (verdicts["setting"] == "a")].iloc[0]
+    assert c2["verdict"] == cl.PARTLY and not c2["timing_sensitive"]  # 5x, and 4.2x or 6x within 20 %
+    # DP-GD's cost 0.9 s: every ratio is 9x, partly; 20 % more would make it 10.8x, reproduced
+    near = costs.assign(s_per_update=np.where(costs["algorithm"] == "dp-gd", 0.9, 0.1))
+    v9, _ = cl.evaluate(runs, summary, best, baseline, curves, near, {}, official=lambda e, d: 1e-3)
+    c2 = v9[v9["claim"].str.startswith("C2") & (v9["setting"] == "a")].iloc[0]
+    assert c2["verdict"] == cl.PARTLY and c2["timing_sensitive"] and c2["verdict_timing"] == cl.REPRODUCED
+    assert not v9[~v9["claim"].str.startswith(("C2", "C3"))]["timing_sensitive"].any()  # no other claim uses time
+    v5, _ = cl.evaluate(runs, summary, best, baseline, curves, near, {"timing_tolerance": 0.05},
+                        official=lambda e, d: 1e-3)
+    assert not v5["timing_sensitive"].any()  # 9.45x is still below 10x
     assert not verdicts["cap_sensitive"].any()  # no best T at a cap
     md = cl.markdown(verdicts, extra, {"datasets": ["s"], "epsilons": ["0.01", "1"], "n_seeds": 4}, baseline)
     assert "non-private" in md and "| C1 best" in md and "Covertype" in md
@@ -298,3 +319,24 @@ def test_summary_table_keeps_hyphenated_setting():
                  "cells_at_edge"]), "divergence": pd.DataFrame(), "robustness": pd.DataFrame()},
         {}, pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]}))
     assert "| C1 | s | not reproduced | partly | reproduced |" in md
+
+
+def test_timing_check_lists_the_other_verdicts_once():
+    v = pd.DataFrame([{"claim": "C2", "setting": "a", "dataset": "all", "verdict": cl.PARTLY},
+                      {"claim": "C3", "setting": "a", "dataset": "s", "verdict": cl.REPRODUCED}])
+    slower = v.assign(verdict=[cl.REPRODUCED, cl.REPRODUCED])
+    faster = v.assign(verdict=[cl.REPRODUCED, cl.PARTLY])
+    out = cl.with_timing_check(v, [slower, faster])
+    assert list(out["verdict_timing"]) == [cl.REPRODUCED, cl.PARTLY]
+    assert list(out["timing_sensitive"]) == [True, True]
+    assert list(cl.shown_verdict(out)) == ["partly [timing: reproduced]", "reproduced [timing: partly]"]
+    out = cl.with_timing_check(v, [v, v])
+    assert not out["timing_sensitive"].any() and list(cl.shown_verdict(out)) == [cl.PARTLY, cl.REPRODUCED]
+
+
+def test_scaled_costs_moves_only_the_baseline_configurations():
+    costs = pd.DataFrame({"dataset": "s", "algorithm": ["dp-gd", "dp-gd-s8", "hess-clip"],
+                          "base_algorithm": ["dp-gd", "dp-gd", "hess-clip"], "s_per_update": [1.0, 2.0, 3.0]})
+    out = cl.scaled_costs(costs, "dp-gd", 1.2)
+    assert out["s_per_update"].tolist() == pytest.approx([1.2, 2.4, 3.0])
+    assert costs["s_per_update"].tolist() == [1.0, 2.0, 3.0]  # the input is not modified
