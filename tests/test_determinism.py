@@ -4,8 +4,10 @@ Compared after dropping
 
 * timing columns: names matching ``runtime*``, ``time*``, ``elapsed*`` as a word (``runtime_s``,
   ``runtime_s_mean``, ``runtime_s_mean_dp_gd``, ``min runtime hess-clip (s)``, ``elapsed_s``) and the
-  columns *derived* from runtimes only: Table 1's ratio columns (``eps=...``) and
-  ``table1_long.ratio``; ``table1.md`` holds only those numbers, so only its caption line is compared;
+  columns *derived* from runtimes only: Table 1's ratio columns (``eps=...``),
+  ``table1_long.ratio`` and the timing stage's ``update_costs`` (costs, spread, and the updates per
+  timed run, chosen from a timed warm-up; its keys and round counts are compared); ``table1.md``
+  holds only those numbers, so only its caption line is compared;
 * provenance that may legitimately differ between two runs: ``git_revision`` (runs.csv/parquet)
   and ``git_revisions`` (protocol.json) - another commit may land between the runs.
 
@@ -60,7 +62,9 @@ TARGET = "aggregate"
 N_ROWS_PER_JOB = 2 * 2  # seeds x Ts
 
 TIMING = re.compile(r"(^|[_\s])(runtime|time|elapsed)", re.IGNORECASE)
-TIMING_DERIVED = {"table1": re.compile(r"^eps="), "table1_long": re.compile(r"^ratio$")}
+TIMING_DERIVED = {"table1": re.compile(r"^eps="), "table1_long": re.compile(r"^ratio$"),
+                  # the timing stage's costs, and the run lengths it chose from a timed warm-up
+                  "update_costs": re.compile(r"^(steps|s_per_update.*|spread)$")}
 PROVENANCE_MAY_DIFFER = {"git_revision"}
 PROTOCOL_MAY_DIFFER = {"git_revisions"}
 
@@ -187,3 +191,8 @@ def test_comparison_detects_a_changed_value(reference, tmp_path):
     shutil.copy(reference / "results/tables/summary.csv", copy / "results/tables/summary.csv")
     _edit_cell(copy / "results/tables/runs.csv", "runtime_s", lambda v: "123.0")
     assert table_differences(reference, copy) == []
+    # a timed cost is ignored, but not which configuration was timed
+    _edit_cell(copy / "results/tables/update_costs.csv", "s_per_update", lambda v: "9.0")
+    assert table_differences(reference, copy) == []
+    _edit_cell(copy / "results/tables/update_costs.csv", "algorithm", lambda v: v + "-renamed")
+    assert any("update_costs.csv" in d for d in table_differences(reference, copy))
