@@ -78,8 +78,8 @@ def test_table1_ratio_and_min_max():
         ("t", "hess-clip", 1.0, 10): [0.05, 0.05],   # no DP-GD on t: not in Table 1
     })
     best = agg.best_t(agg.summarize(runs))
-    # runtime = best T x per-update cost; the runs' recorded runtime_s (T * 0.015 on average) is ignored
-    costs = {("s", "dp-gd"): 0.002, ("s", "hess-clip"): 0.03, ("t", "hess-clip"): 1.0}
+    # runtime = first + (best T - 1) x per-update cost; the runs' recorded runtime_s (T * 0.015) is ignored
+    costs = {("s", "dp-gd"): (0.002, 0.002), ("s", "hess-clip"): (0.03, 0.03), ("t", "hess-clip"): (1.0, 1.0)}
     long, wide = agg.table1(best, costs, "dp-gd", "hess-clip")
     assert list(wide["dataset"]) == ["s"]
     assert wide.loc[0, "eps=0.1"] == pytest.approx((100 * 0.002) / (5 * 0.03))
@@ -88,9 +88,12 @@ def test_table1_ratio_and_min_max():
     assert wide.loc[0, "max runtime hess-clip (s)"] == pytest.approx(10 * 0.03)
     assert np.allclose(long["ratio"], long["runtime_s_dp_gd"] / long["runtime_s_hess_clip"])
     md = agg.table1_markdown(wide, "dp-gd", "hess-clip", "bs16")
-    assert "| s | 1.33x | 1.33x |" in md and "per-update cost of a lone run" in md
+    assert "| s | 1.33x | 1.33x |" in md and "lone run of best T updates" in md
+    # the first update's extra cost counts once per run
+    long, _ = agg.table1(best, {("s", "dp-gd"): (0.102, 0.002), ("s", "hess-clip"): (0.03, 0.03)}, "dp-gd", "hess-clip")
+    assert long.loc[0, "runtime_s_dp_gd"] == pytest.approx(0.102 + 99 * 0.002)
     # a configuration that was not timed has no runtime: its ratio is NaN, not a recorded time
-    long, wide = agg.table1(best, {("s", "hess-clip"): 0.03}, "dp-gd", "hess-clip")
+    long, wide = agg.table1(best, {("s", "hess-clip"): (0.03, 0.03)}, "dp-gd", "hess-clip")
     assert long["ratio"].isna().all()
 
 

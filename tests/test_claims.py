@@ -269,7 +269,7 @@ def test_evaluate_and_markdown_end_to_end():
     # per-update costs of lone runs: DP-GD 0.5 s, the rest 0.1 s (the runs' runtime_s is not used)
     names = ["hess-clip", "qu-clip", "dp-gd", "damped-newton", "dp-gd-oracle"]
     costs = pd.DataFrame({"dataset": "s", "algorithm": names, "base_algorithm": names,
-                          "s_per_update": [0.1, 0.1, 0.5, 0.1, 0.1]})
+                          "first_update_s": [0.1, 0.1, 0.5, 0.1, 0.1], "s_per_update": [0.1, 0.1, 0.5, 0.1, 0.1]})
     verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, costs, {},
                                   official=lambda e, d: 1e-3)
     c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
@@ -282,7 +282,8 @@ def test_evaluate_and_markdown_end_to_end():
     c2 = verdicts[verdicts["claim"].str.startswith("C2") & (verdicts["setting"] == "a")].iloc[0]
     assert c2["verdict"] == cl.PARTLY and not c2["timing_sensitive"]  # 5x, and 4.2x or 6x within 20 %
     # DP-GD's cost 0.9 s: every ratio is 9x, partly; 20 % more would make it 10.8x, reproduced
-    near = costs.assign(s_per_update=np.where(costs["algorithm"] == "dp-gd", 0.9, 0.1))
+    near = costs.assign(s_per_update=np.where(costs["algorithm"] == "dp-gd", 0.9, 0.1),
+                        first_update_s=np.where(costs["algorithm"] == "dp-gd", 0.9, 0.1))
     v9, _ = cl.evaluate(runs, summary, best, baseline, curves, near, {}, official=lambda e, d: 1e-3)
     c2 = v9[v9["claim"].str.startswith("C2") & (v9["setting"] == "a")].iloc[0]
     assert c2["verdict"] == cl.PARTLY and c2["timing_sensitive"] and c2["verdict_timing"] == cl.REPRODUCED
@@ -336,7 +337,9 @@ def test_timing_check_lists_the_other_verdicts_once():
 
 def test_scaled_costs_moves_only_the_baseline_configurations():
     costs = pd.DataFrame({"dataset": "s", "algorithm": ["dp-gd", "dp-gd-s8", "hess-clip"],
-                          "base_algorithm": ["dp-gd", "dp-gd", "hess-clip"], "s_per_update": [1.0, 2.0, 3.0]})
+                          "base_algorithm": ["dp-gd", "dp-gd", "hess-clip"], "s_per_update": [1.0, 2.0, 3.0],
+                          "first_update_s": [5.0, 5.0, 5.0]})
     out = cl.scaled_costs(costs, "dp-gd", 1.2)
     assert out["s_per_update"].tolist() == pytest.approx([1.2, 2.4, 3.0])
+    assert out["first_update_s"].tolist() == pytest.approx([6.0, 6.0, 5.0])
     assert costs["s_per_update"].tolist() == [1.0, 2.0, 3.0]  # the input is not modified

@@ -64,7 +64,7 @@ N_ROWS_PER_JOB = 2 * 2  # seeds x Ts
 TIMING = re.compile(r"(^|[_\s])(runtime|time|elapsed)", re.IGNORECASE)
 TIMING_DERIVED = {"table1": re.compile(r"^eps="), "table1_long": re.compile(r"^ratio$"),
                   # the timing stage's costs, and the run lengths it chose from a timed warm-up
-                  "update_costs": re.compile(r"^(steps|s_per_update.*|spread)$")}
+                  "update_costs": re.compile(r"^(steps|first_update_s|s_per_update.*|spread)$")}
 PROVENANCE_MAY_DIFFER = {"git_revision"}
 PROTOCOL_MAY_DIFFER = {"git_revisions"}
 

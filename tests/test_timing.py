@@ -50,14 +50,14 @@ def test_measure_update_costs_structure(toy_problem):
                                   conversion="bs16")
     assert list(raw.columns) == tm.RAW_COLUMNS
     assert len(raw) == 4 * 3
+    assert (raw["first_update_s"] > 0).all()
     names = list(confs)
     for k in range(4):
         rnd = raw[raw["round"] == k].sort_values("position")
         assert list(rnd["algorithm"]) == tm.rotated(names, k)
     assert (raw["steps"] >= tm.WARMUP_STEPS).all()
     assert raw.groupby("algorithm")["steps"].nunique().eq(1).all()  # one run length per configuration
-    assert np.allclose(raw["s_per_update"], raw["update_s"] / raw["steps"])
-    assert (raw["s_per_update"] > 0).all()
+    assert np.allclose(raw["s_per_update"], (raw["update_s"] - raw["first_update_s"]) / (raw["steps"] - 1))
     assert dict(zip(raw["algorithm"], raw["base_algorithm"]))["dp-gd-s8"] == "dp-gd"
     with pytest.raises(ValueError, match="repeats"):
         tm.measure_update_costs(toy_problem, "toy", confs, repeats=0, seconds_per_run=0.01, epsilon=1.0,
@@ -67,8 +67,10 @@ def test_measure_update_costs_structure(toy_problem):
 def test_summarize_costs_median_range_spread():
     raw = pd.DataFrame({"dataset": "s", "algorithm": ["a"] * 3 + ["b"] * 2, "base_algorithm": ["a"] * 3 + ["b"] * 2,
                         "round": [0, 1, 2, 0, 1], "position": 0, "steps": [10, 10, 10, 4, 4],
-                        "update_s": [0.1, 0.3, 0.2, 0.4, 0.8], "s_per_update": [0.01, 0.03, 0.02, 0.1, 0.2]})
+                        "update_s": [0.1, 0.3, 0.2, 0.4, 0.8], "first_update_s": [0.5, 0.1, 0.3, 1.0, 2.0],
+                        "s_per_update": [0.01, 0.03, 0.02, 0.1, 0.2]})
     c = tm.summarize_costs(raw).set_index("algorithm")
+    assert c.loc["a", "first_update_s"] == pytest.approx(0.3) and c.loc["b", "first_update_s"] == pytest.approx(1.5)
     assert list(tm.summarize_costs(raw).columns) == tm.COST_COLUMNS
     assert c.loc["a", "s_per_update"] == pytest.approx(0.02)
     assert c.loc["a", "spread"] == pytest.approx((0.03 - 0.01) / 0.02)
@@ -76,14 +78,18 @@ def test_summarize_costs_median_range_spread():
     assert tm.summarize_costs(raw.iloc[:0]).empty
 
 
-def test_lone_runtime_is_iterations_times_cost():
-    costs = {("s", "dp-gd"): 0.004, ("s", "hess-clip"): 0.02}
-    frame = pd.DataFrame({"dataset": ["s", "s", "s", "t"], "algorithm": ["dp-gd", "hess-clip", "hess-clip", "dp-gd"],
-                          "best_T": pd.array([1200, 16, None, 5], dtype="Int64")})
+def test_lone_runtime_is_first_update_plus_the_rest():
+    costs = {("s", "dp-gd"): (0.006, 0.004), ("s", "hess-clip"): (0.02, 0.02)}
+    frame = pd.DataFrame({"dataset": ["s", "s", "s", "t", "s", "s"],
+                          "algorithm": ["dp-gd", "hess-clip", "hess-clip", "dp-gd", "dp-gd", "dp-gd"],
+                          "best_T": pd.array([1200, 16, None, 5, 1, 0], dtype="Int64")})
     got = tm.runtime_column(frame, costs)
-    assert got[:2] == pytest.approx([4.8, 0.32])
+    assert got[:2] == pytest.approx([0.006 + 1199 * 0.004, 0.32])
     assert np.isnan(got[2]) and np.isnan(got[3])  # no best T; not timed on t
-    assert tm.runtime_column(frame.rename(columns={"best_T": "iterate"}), costs, "iterate")[0] == pytest.approx(4.8)
+    assert got[4:] == pytest.approx([0.006, 0.0])  # one update: the first; none: nothing
+    assert tm.runtime_column(frame.rename(columns={"best_T": "iterate"}), costs, "iterate")[0] == pytest.approx(4.802)
+    table = pd.DataFrame({"dataset": ["s"], "algorithm": ["dp-gd"], "first_update_s": [0.006], "s_per_update": [0.004]})
+    assert tm.cost_lookup(table) == {("s", "dp-gd"): (0.006, 0.004)}
 
 
 def test_run_timing_writes_raw_rows_that_load_back(tmp_path):
@@ -98,3 +104,4 @@ def test_run_timing_writes_raw_rows_that_load_back(tmp_path):
     costs = tm.load_costs([out])
     assert list(costs["algorithm"]) == ["dp-gd"] and costs.loc[0, "rounds"] == 2
     assert costs.loc[0, "s_per_update"] == pytest.approx(raw["s_per_update"].median())
+    assert costs.loc[0, "first_update_s"] == pytest.approx(raw["first_update_s"].median())

@@ -187,8 +187,8 @@ def table1(best: pd.DataFrame, costs: dict[tuple[str, str], float], baseline: st
            ours: str = "hess-clip", conversion: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 1: runtime ratio baseline/ours at their best T, per dataset and epsilon.
 
-    A runtime is a lone run's: best T x the configuration's per-update cost on the dataset
-    (``costs``, from the timing stage, :mod:`dpnewton.pipeline.timing`), not the time recorded in
+    A runtime is a lone run's: first update + (best T - 1) x the configuration's per-update cost on
+    the dataset (``costs``, from the timing stage, :mod:`dpnewton.pipeline.timing`), not the time recorded in
     the batched, concurrent run jobs. Returns (long, wide): long has one row per (dataset, epsilon)
     with both runtimes and the ratio; wide has one row per dataset, a ratio column per epsilon, and
     min/max of ours' runtime over epsilon (seconds), as in the paper.
@@ -225,8 +225,8 @@ def _eps(e: float) -> str:
 def table1_markdown(wide: pd.DataFrame, baseline: str, ours: str, conversion: str) -> str:
     lines = [f"Table 1: runtime ratio T*({baseline}) / T*({ours}) at each algorithm's best T "
              f"(non-private selection of T; conversion {conversion}); last two columns: min and max "
-             f"runtime of {ours} over epsilon (seconds). A runtime is best T x the per-update cost of a lone run, "
-             "timed in one process (results/tables/update_costs.csv; update steps only).", ""]
+             f"runtime of {ours} over epsilon (seconds). A runtime is that of a lone run of best T updates, from "
+             "per-update costs timed in one process (results/tables/update_costs.csv; update steps only).", ""]
     if wide.empty:
         return "\n".join(lines + ["(no dataset has both algorithms)", ""])
     header = list(wide.columns)

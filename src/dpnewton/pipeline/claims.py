@@ -1,7 +1,7 @@
 """The paper's claims, checked against our own runs (Issue 8): verdicts, numbers and reasons.
 
 Input: the aggregate tables (runs, summary, best_T, baseline, best_curves, update_costs). Runtimes
-are lone-run runtimes, T x the timed per-update cost (:mod:`dpnewton.pipeline.timing`). Output: a Markdown
+are lone-run runtimes from the timing stage's costs (:mod:`dpnewton.pipeline.timing`). Output: a Markdown
 report (``claims.md``), its CSV (one row per claim x setting), a robustness table (best T and
 configuration chosen on one half of the seeds, reported on the other half) and a divergence table
 (fraction of runs that diverged or did worse than the trivial output w = 0, and reset fractions).
@@ -240,7 +240,7 @@ def verdict_fig1(curves: pd.DataFrame, dataset: str, eps: float, conversion: str
                  best_loss: float) -> dict:
     """Figure 1 analogue: DP-GD's loss at ours' runtime vs ours' final loss (paper: 0.041 vs 0.014).
 
-    ``curves`` carry ``runtime_s`` = iterate x the configuration's per-update cost (lone runs).
+    ``curves`` carry ``runtime_s``: a lone run's runtime at each iterate (timing stage).
     """
     c = curves[(curves["dataset"] == dataset) & np.isclose(curves["epsilon"], eps)
                & (curves["conversion"] == conversion)]
@@ -499,8 +499,9 @@ def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
              official=official_rho) -> tuple[pd.DataFrame, dict]:
     """All claims under all settings -> (verdict rows, extra tables).
 
-    ``costs`` are the per-update costs of the timing stage: a cell's runtime is best T x cost, a
-    curve's runtime at iterate k is k x cost (NaN for a configuration that was not timed).
+    ``costs`` are the timing stage's (first update, per-update) costs: a cell's runtime is that of a
+    lone run of best T updates, a curve's runtime at iterate k that of k updates
+    (:func:`dpnewton.pipeline.timing.lone_runtime`; NaN for a configuration that was not timed).
     The verdicts are evaluated on the measured cells, with every capped cell continued
     (:func:`continued_past_cap`; :func:`with_cap_check`), and with the baseline's per-update costs
     ``claims['timing_tolerance']`` (relative) higher and lower (:func:`with_timing_check`): a runtime
@@ -530,10 +531,12 @@ def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
 
 
 def scaled_costs(costs: pd.DataFrame, base: str, factor: float) -> pd.DataFrame:
-    """``costs`` with every configuration of the base algorithm ``base`` ``factor`` times as costly."""
+    """``costs`` with every configuration of the base algorithm ``base`` ``factor`` times as costly
+    (first update and every further one)."""
     c = costs.copy()
     sel = c["base_algorithm"].astype(str) == base
-    c.loc[sel, "s_per_update"] = c.loc[sel, "s_per_update"].astype(float) * factor
+    for col in ("first_update_s", "s_per_update"):
+        c.loc[sel, col] = c.loc[sel, col].astype(float) * factor
     return c
 
 
@@ -833,9 +836,10 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
         L += ["| " + " | ".join(f"`{r[c]}`" for c in cols) + f" | {r['rows']} | {r['cells']} |"
               for _, r in versions.iterrows()]
     L += ["", "## Caveats", "",
-          "* Runtimes are lone-run runtimes: best T x the configuration's per-update cost, timed round-robin in "
-          "one process with no other job running (results/tables/update_costs.csv; median over rounds, update "
-          "steps only). They assume a constant cost per update, which holds for these full-batch methods.",
+          "* Runtimes are lone-run runtimes: first update + (best T - 1) x the configuration's per-update cost, "
+          "timed round-robin in one process with no other job running (results/tables/update_costs.csv; medians "
+          "over rounds, update steps only). They assume a constant cost per update after the first, which holds "
+          "for these full-batch methods (benchmarks/README.md, section 3d).",
           "* Fewer seeds than the paper's 10 repetitions; close best-T choices can flip between seed sets.",
           "* The run jobs' own recorded times (runs.csv `runtime_s`) are not used: DP-GD runs its T grid as one "
           "batch and is charged a share of each batched step, and jobs share the machine.", ""]

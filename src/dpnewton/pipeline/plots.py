@@ -120,7 +120,7 @@ def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilo
                    paths) -> None:
     """Figure 1: excess loss vs runtime, best-T runs, mean over seeds.
 
-    The runtime at iterate k is k x the per-update cost of a lone run (``costs``, the timing stage:
+    The runtime at iterate k is that of a lone run of k updates (``costs``, the timing stage:
     :mod:`dpnewton.pipeline.timing`); a configuration that was not timed is left out.
     """
     from .timing import cost_lookup, runtime_column
@@ -146,7 +146,7 @@ def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilo
             _empty(ax)
         ax.set_yscale("log")
         ax.set_title(f"{ds}, eps={epsilon:g}")
-        ax.set_xlabel("runtime (s): iterations x timed per-update cost")
+        ax.set_xlabel("runtime (s) of a lone run, from timed per-update costs")
         ax.set_ylabel("excess loss (mean, +-1 s.e.)")
     _legend(fig, axes)
     fig.suptitle(f"Excess loss vs runtime at eps={epsilon:g} ({NONPRIVATE})")

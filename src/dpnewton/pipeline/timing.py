@@ -9,16 +9,22 @@ compare lone runs [paper section 6; paper_spec 9.1: update steps timed, loss eva
 
 The stage. For every dataset, each timed configuration runs alone (one seed, one T, BLAS on one
 thread as in the run jobs), ``repeats`` rounds in round-robin order, the order rotated by one each
-round so that no configuration always runs first. A timed run makes ``steps`` updates, with
-``steps`` chosen from an untimed warm-up run so that it lasts about ``seconds_per_run``. The
-per-update cost is the median over rounds of (update time / steps), measured by the library's
-own update timer. The rule claims all cores of a local run, so no other job runs beside it.
+round so that no configuration always runs first. In a round each configuration makes a run of
+one update and then a run of ``steps`` updates, with ``steps`` chosen from an untimed warm-up run so
+that it lasts about ``seconds_per_run``. Times are the library's own update timer. The first update
+of a run costs more than the others (about 1-2 ms of buffer set-up, measured in
+benchmarks/README.md section 3d), which matters for best T of 1-10, so a run is modelled as
 
-Its use. runtime(T) = T x cost(dataset, configuration): what a lone run of T updates takes. An
-update's arithmetic does not depend on epsilon, the seed or the step size (only the noise scale
-and the constants change), so one cost serves every cell of a configuration on a dataset; the
-configuration's own hyper-parameters are used, because some change the cost (a minibatch size).
-The costs are timings: they are not bit-reproducible, unlike every loss and noise draw.
+    runtime(T) = first + (T - 1) x cost        (runtime(0) = 0)
+
+with ``first`` the median over rounds of the one-update run and ``cost`` the median over rounds of
+(long run - one-update run) / (steps - 1). The rule claims all cores of a local run, so no other
+job runs beside it.
+
+An update's arithmetic does not depend on epsilon, the seed or the step size (only the noise scale
+and the constants change), so one (first, cost) pair serves every cell of a configuration on a
+dataset; the configuration's own hyper-parameters are used, because some change the cost (a
+minibatch size). These are timings: they are not bit-reproducible, unlike every loss and noise draw.
 """
 
 from __future__ import annotations
@@ -33,8 +39,8 @@ import pandas as pd
 log = logging.getLogger("dpnewton.pipeline")
 
 RAW_COLUMNS = ["dataset", "algorithm", "base_algorithm", "round", "position", "steps", "update_s",
-               "s_per_update"]
-COST_COLUMNS = ["dataset", "algorithm", "base_algorithm", "steps", "rounds", "s_per_update",
+               "first_update_s", "s_per_update"]
+COST_COLUMNS = ["dataset", "algorithm", "base_algorithm", "steps", "rounds", "first_update_s", "s_per_update",
                 "s_per_update_min", "s_per_update_max", "spread"]
 WARMUP_STEPS = 2
 MAX_STEPS = 100_000
@@ -73,7 +79,9 @@ def measure_update_costs(problem, dataset: str, configurations: dict[str, dict],
                          delta: float | None = None) -> pd.DataFrame:
     """Raw timings (RAW_COLUMNS): ``repeats`` rounds x every configuration, lone runs, round-robin.
 
-    ``configurations`` maps names to ``{'base': registered algorithm, 'hyper': dict}``.
+    ``configurations`` maps names to ``{'base': registered algorithm, 'hyper': dict}``. Per round
+    and configuration: ``first_update_s`` (a run of one update), ``update_s`` (a run of ``steps``
+    updates) and ``s_per_update`` = (update_s - first_update_s) / (steps - 1).
     """
     from ..experiment import run_algorithm
 
@@ -96,36 +104,42 @@ def measure_update_costs(problem, dataset: str, configurations: dict[str, dict],
     rows = []
     for k in range(repeats):
         for position, name in enumerate(rotated(names, k)):
+            first = one_run(name, 1)
             took = one_run(name, steps[name])
             rows.append({"dataset": dataset, "algorithm": name, "base_algorithm": configurations[name]["base"],
                          "round": k, "position": position, "steps": steps[name], "update_s": took,
-                         "s_per_update": took / steps[name]})
+                         "first_update_s": first, "s_per_update": (took - first) / (steps[name] - 1)})
         log.info("timing %s: round %d/%d done", dataset, k + 1, repeats)
     return pd.DataFrame(rows, columns=RAW_COLUMNS)
 
 
 def summarize_costs(raw: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, configuration): median per-update cost over rounds, its range and relative spread."""
+    """Per (dataset, configuration): median first-update time and per-update cost over rounds, the
+    cost's range and relative spread."""
     if raw.empty:
         return pd.DataFrame(columns=COST_COLUMNS)
     out = raw.groupby(["dataset", "algorithm", "base_algorithm"], sort=True).agg(
-        steps=("steps", "max"), rounds=("round", "nunique"), s_per_update=("s_per_update", "median"),
+        steps=("steps", "max"), rounds=("round", "nunique"), first_update_s=("first_update_s", "median"),
+        s_per_update=("s_per_update", "median"),
         s_per_update_min=("s_per_update", "min"), s_per_update_max=("s_per_update", "max")).reset_index()
     out["spread"] = (out["s_per_update_max"] - out["s_per_update_min"]) / out["s_per_update"]
     return out[COST_COLUMNS]
 
 
-def cost_lookup(costs: pd.DataFrame) -> dict[tuple[str, str], float]:
-    """{(dataset, configuration): seconds per update}."""
-    return {(r.dataset, r.algorithm): float(r.s_per_update) for r in costs.itertuples()}
+def cost_lookup(costs: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
+    """{(dataset, configuration): (seconds of the first update, seconds per further update)}."""
+    return {(r.dataset, r.algorithm): (float(r.first_update_s), float(r.s_per_update)) for r in costs.itertuples()}
 
 
-def lone_runtime(costs: dict[tuple[str, str], float], dataset: str, algorithm: str, iterations) -> float:
-    """runtime(T) = T x cost: a lone run of T updates (NaN if the configuration was not timed)."""
+def lone_runtime(costs: dict[tuple[str, str], tuple[float, float]], dataset: str, algorithm: str,
+                 iterations) -> float:
+    """runtime(T) = first + (T - 1) x cost, runtime(0) = 0: a lone run of T updates (NaN if the
+    configuration was not timed)."""
     c = costs.get((dataset, algorithm))
     if c is None or iterations is None or pd.isna(iterations):
         return float("nan")
-    return float(iterations) * c
+    first, per_update = c
+    return 0.0 if iterations <= 0 else first + (float(iterations) - 1.0) * per_update
 
 
 def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.DataFrame:
@@ -144,9 +158,9 @@ def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.Data
                                float(spec["seconds_per_run"]), float(spec["epsilon"]), spec["conversion"],
                                spec.get("delta"))
     for r in summarize_costs(raw).itertuples():
-        log.info("cost %s/%s: %.4g ms per update (median of %d; range %.4g-%.4g ms, spread %.1f%%)",
-                 r.dataset, r.algorithm, 1e3 * r.s_per_update, r.rounds, 1e3 * r.s_per_update_min,
-                 1e3 * r.s_per_update_max, 100 * r.spread)
+        log.info("cost %s/%s: first update %.4g ms, then %.4g ms per update (medians of %d; range %.4g-%.4g ms, "
+                 "spread %.1f%%)", r.dataset, r.algorithm, 1e3 * r.first_update_s, 1e3 * r.s_per_update, r.rounds,
+                 1e3 * r.s_per_update_min, 1e3 * r.s_per_update_max, 100 * r.spread)
     with atomic_path(out_csv, suffix=".csv") as tmp:
         raw.to_csv(tmp, index=False)
     return raw
