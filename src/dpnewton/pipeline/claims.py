@@ -50,10 +50,11 @@ QU_FACTOR = 1.5            # QU "almost as good as" Hessian: best mean excess wi
 DAMPED_GOOD = 2.0          # damped Newton "good": best mean excess within this factor of the best method
 FIG1_MARGIN = 1.5          # Figure 1: DP-GD's loss at ours' runtime must exceed ours by this factor
 UNBOUNDED_RUNTIME = 1e6    # runtime factor that stands for "run on without limit" in the cap check
-#: relative timing noise the runtime verdicts (Table 1 cells, C2, C3) are checked against: two timing
-#: stages of config/claims.yaml, minutes apart on one idle 2-core machine, gave DP-GD / Hess-clip cost
-#: ratios 6-19 % apart (2026-12-01)
-TIMING_TOLERANCE = 0.2
+#: relative timing noise the runtime verdicts (Table 1 cells, C2, C3) are checked against: three timing
+#: stages of config/claims.yaml within an hour on one idle 2-core VM gave DP-GD / Hess-clip cost ratios
+#: up to 25 % apart (protein 0.206, 0.246, 0.257; 2026-12-01): memory-bound DP-GD and compute-bound
+#: Hess-clip react differently to the host's load
+TIMING_TOLERANCE = 0.25
 
 
 # --------------------------------------------------------------------------------------------
