@@ -34,7 +34,7 @@ SECTIONS = [
     ("table1", "3. Table 1 reproduced"),
     ("table1_b", "3b. Table 1, further datasets (separate, parallel run; see its seed count)"),
     ("table1_retime", "3c. Table 1 best-T runs re-timed together with the current core (incl. a gemv DP-GD)"),
-    ("lone_runtime", "3d. Lone runs at best T vs the pipeline's runtime model (T x timed per-update cost)"),
+    ("lone_runtime", "3d. Lone runs at best T vs the pipeline's runtime model (first update + (T - 1) x timed cost)"),
     ("memory", "4. Peak memory"),
     ("pipeline", "5. End-to-end pipeline"),
     ("pipeline_claims", "5b. Where a large run's time goes: per-job phases of the claims config"),
