@@ -12,8 +12,9 @@ thread as in the run jobs), ``repeats`` rounds in round-robin order, the order r
 round so that no configuration always runs first. In a round each configuration makes a run of
 one update and then a run of ``steps`` updates, with ``steps`` chosen from an untimed warm-up run so
 that it lasts about ``seconds_per_run``. Times are the library's own update timer. The first update
-of a run costs more than the others (about 1-2 ms of buffer set-up, measured in
-benchmarks/README.md section 3d), which matters for best T of 1-10, so a run is modelled as
+of a run can cost more than the others (set-up, and a cold cache after other work: up to ~1 ms
+more in the claims run's timing; benchmarks/README.md section 3d), which matters for best T of 1-10,
+so a run is modelled as
 
     runtime(T) = first + (T - 1) x cost        (runtime(0) = 0)
 
