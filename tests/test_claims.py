@@ -122,7 +122,7 @@ def _oracle_verdict(ours, oracle):
     summary = _oracle_summary(ours, oracle)
     (to, mo), (tu, mu) = (min(points, key=lambda p: p[1]) for points in (oracle, ours))
     c = cells([cell("s", "dp-gd-oracle", 1.0, mo, T=to), cell("s", "hess-clip", 1.0, mu, T=tu)])
-    return cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle", lambda row: [row["algorithm"]])
+    return cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle")
 
 
 def test_oracle_fewer_iterations_to_a_common_level():
@@ -130,6 +130,7 @@ def test_oracle_fewer_iterations_to_a_common_level():
     # Oracle worse than ours: level = its best 0.1, reached by ours at T=2 and by the Oracle at T=20
     r = _oracle_verdict(ours, [(5, 0.3), (10, 0.2), (20, 0.1)])
     assert r["verdict"] == cl.REPRODUCED and "hess-clip T=2" in r["ours"] and "Oracle T=20" in r["ours"]
+    assert r["ours"].startswith("to reach 0.1 (the higher of the two best losses")
     # Oracle better than ours: level = ours' best 0.05, reached by ours at T=5 and by the Oracle at T=10
     r = _oracle_verdict(ours, [(5, 0.3), (10, 0.04), (20, 0.01)])
     assert r["verdict"] == cl.REPRODUCED and "hess-clip T=5" in r["ours"] and "Oracle T=10" in r["ours"]
@@ -148,7 +149,7 @@ def test_oracle_verdict_does_not_move_with_the_oracle_cap():
     # the cap check's continuation (capped Oracle loss -> 0) of an Oracle still above ours at its cap
     summary = _oracle_summary(ours, grid[:3])
     c = cells([cell("s", "dp-gd-oracle", 1.0, 0.0, T=20), cell("s", "hess-clip", 1.0, 0.03, T=16)])
-    r = cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle", lambda row: [row["algorithm"]])
+    r = cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle")
     assert r["verdict"] == cl.REPRODUCED and r["ours"].endswith("Oracle T=beyond its grid")
 
 
