@@ -58,3 +58,45 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path, args, message):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _xy(n=400, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.where(X @ np.ones(d) > 0, 1.0, -1.0)
+
+
+def test_default_fits_draw_fresh_noise_and_explicit_seeds_replay():
+    X, y = _xy()
+    fits = [dpnewton.fit(X, y, algorithm="dp-gd", epsilon=1.0, iterations=5, excess_loss=False)
+            for _ in range(2)]
+    assert not np.array_equal(fits[0].weights, fits[1].weights)
+    assert fits[0].record["seed"] is None
+    seeded = [dpnewton.fit(X, y, algorithm="dp-gd", epsilon=1.0, iterations=5, seed=7, excess_loss=False)
+              for _ in range(2)]
+    assert np.array_equal(seeded[0].weights, seeded[1].weights)
+
+
+def test_default_noise_does_not_cancel_between_neighbouring_datasets():
+    """With a shared fixed seed, fits on D and D minus one row differ by far less than the noise;
+    with fresh noise they differ by as much as two fits on D (the defect a default seed had)."""
+    X, y = _xy(n=2000)
+
+    def gap(seeds, rows):
+        a = dpnewton.fit(X, y, algorithm="dp-gd", epsilon=1.0, iterations=5, seed=seeds[0],
+                         excess_loss=False).weights
+        b = dpnewton.fit(X[rows], y[rows], algorithm="dp-gd", epsilon=1.0, iterations=5, seed=seeds[1],
+                         excess_loss=False).weights
+        return float(np.linalg.norm(a - b))
+
+    neighbour = np.arange(1, 2000)
+    noise_scale = gap((0, 1), slice(None))  # two seeds, same data: the size of the noise
+    assert gap((0, 0), neighbour) < 0.1 * noise_scale
+    assert gap((None, None), neighbour) > 0.3 * noise_scale
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "0"])
+def test_fit_rejects_bad_seeds(seed):
+    X, y = _xy()
+    with pytest.raises(ValueError, match="seed="):
+        dpnewton.fit(X, y, algorithm="dp-gd", epsilon=1.0, iterations=2, seed=seed, excess_loss=False)

@@ -22,13 +22,16 @@ class FitResult:
 
 
 def fit(X, y, algorithm: str, epsilon: float, delta: float | None = None, iterations: int = 10,
-        seed: int = 0, conversion: str = DEFAULT_CONVERSION, dataset: str = "user",
+        seed: int | None = None, conversion: str = DEFAULT_CONVERSION, dataset: str = "user",
         excess_loss: bool = True, **hyper) -> FitResult:
     """Fit ``algorithm`` privately on (X, y), y in {-1, +1}; rows are projected to the unit ball.
 
     Returns the weights (for the projected rows z_i = y_i x_i / max(1, ||x_i||), i.e. predict
     sign(<x, w>)), the privacy ledger and a record with epsilon, delta, rho and the conversion.
-    With ``excess_loss=True`` the non-private optimum is computed (not private; evaluation only).
+    ``seed=None`` (the default) draws the noise from fresh OS entropy; an integer seed makes it a
+    public function of (dataset, algorithm, epsilon, seed, T), for benchmarking only
+    (:mod:`dpnewton.seeding`). With ``excess_loss=True`` the non-private optimum is computed (not
+    private; evaluation only). :class:`dpnewton.DPLogisticRegression` is the estimator interface.
     """
     problem = LogisticProblem.from_xy(X, y, name=dataset)
     if excess_loss:

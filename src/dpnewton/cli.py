@@ -90,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--epsilon", type=float, required=True)
     run.add_argument("--delta", type=float, default=None, help="default n^-2")
     run.add_argument("--iterations", "-T", type=int, required=True)
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, default=None,
+                     help="fixed seed, for benchmarking only (the noise becomes predictable); "
+                          "default: fresh OS entropy")
     run.add_argument("--conversion", default=DEFAULT_CONVERSION, choices=CONVERSIONS)
     run.add_argument("--hyper", action="append", default=[], metavar="KEY=VALUE",
                      help="algorithm hyper-parameter, repeatable (e.g. grad_frac=0.7)")

@@ -5,8 +5,8 @@ Each run gets
 
 * rho from (epsilon, delta) through the named ``conversion`` (:mod:`dpnewton.privacy`), with
   delta = n^-2 unless given [P section 6];
-* its own ``numpy.random.Generator`` seeded from (dataset, algorithm, epsilon, seed, T)
-  (:mod:`dpnewton.seeding`);
+* its own ``numpy.random.Generator``: seeded from (dataset, algorithm, epsilon, seed, T) for an
+  integer seed (benchmarking), from fresh OS entropy for ``seed=None`` (:mod:`dpnewton.seeding`);
 * its own privacy ledger, checked to sum to rho after the run.
 
 BLAS runs single-threaded inside (threadpoolctl): the paper's runtimes are single-thread CPU
@@ -26,7 +26,7 @@ from .io import to_json
 from .loss import LogisticProblem
 from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, default_delta, epsilon_to_rho,
                       official_fsolve_failed, rho_to_epsilon)
-from .seeding import RunIdentity
+from .seeding import RunIdentity, validate_seed
 
 DEFAULT_CONVERSION = "bs16"
 LEDGER_TOLERANCE = 1e-9
@@ -59,7 +59,7 @@ def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, co
                   runs: Iterable[tuple[int, int]]) -> list[RunContext]:
     contexts = []
     for seed, T in runs:
-        ident = RunIdentity(dataset, algorithm, float(epsilon), int(seed), validate_iterations(T))
+        ident = RunIdentity(dataset, algorithm, float(epsilon), validate_seed(seed), validate_iterations(T))
         contexts.append(RunContext(ident, float(epsilon), float(delta), conversion, float(rho),
                                    PrivacyLedger(float(rho)), ident.generator()))
     return contexts
@@ -79,7 +79,7 @@ def check_ledger(result: RunResult) -> None:
 
 
 def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float,
-                  seeds: Sequence[int], iterations: Sequence[int] | int, delta: float | None = None,
+                  seeds: Sequence[int | None], iterations: Sequence[int] | int, delta: float | None = None,
                   conversion: str = DEFAULT_CONVERSION, hyper: dict | None = None,
                   blas_threads: int = 1) -> list[RunResult]:
     """Run ``algorithm`` for every (seed, T) in seeds x iterations; one batch, one result per run."""
