@@ -100,3 +100,96 @@ def test_fit_rejects_bad_seeds(seed):
     X, y = _xy()
     with pytest.raises(ValueError, match="seed="):
         dpnewton.fit(X, y, algorithm="dp-gd", epsilon=1.0, iterations=2, seed=seed, excess_loss=False)
+
+
+def _strict_json(text: str):
+    def reject(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+    return json.loads(text, parse_constant=reject)
+
+
+def test_run_json_is_strict_json(tmp_path, capsys):
+    # dp-gd has no accountant epsilon: the record's NaN must come out as null
+    assert main(["run", "--dataset", "synthetic", "--algorithm", "dp-gd", "--epsilon", "1", "-T", "2",
+                 "--seed", "0", "--json", "--cache-dir", str(tmp_path)]) == 0
+    record = _strict_json(capsys.readouterr().out)
+    assert record["accountant_epsilon"] is None and record["seed"] == 0
+    from dpnewton.io import to_json
+
+    assert to_json({"a": float("nan"), "b": [np.inf, np.float64(-np.inf), 1.5]}) == \
+        '{"a": null, "b": [null, null, 1.5]}'
+
+
+def _write_csv(path, X, labels):
+    with open(path, "w") as fh:
+        fh.write(",".join(f"f{j}" for j in range(X.shape[1])) + ",label\n")
+        for row, label in zip(X, labels):
+            fh.write(",".join(repr(float(v)) for v in row) + f",{label}\n")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_save_model_and_predict_round_trip(tmp_path, capsys, suffix):
+    from dpnewton.model import LinearModel
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((500, 3))
+    labels = np.where(X @ np.array([2.0, -1.0, 0.5]) + 0.3 > 0, "spam", "ham")
+    train = tmp_path / "train.csv"
+    _write_csv(train, X, labels)
+    model_file = tmp_path / f"model{suffix}"
+    assert main(["run", "--data", str(train), "--algorithm", "qu-clip", "--epsilon", "2", "-T", "4",
+                 "--seed", "5", "--json", "--cache-dir", str(tmp_path / "cache"),
+                 "--save-model", str(model_file)]) == 0
+    record = _strict_json(capsys.readouterr().out)
+    model = LinearModel.load(model_file)
+    assert model.classes == ("ham", "spam") and model.n_features == 3
+    assert model.privacy["rho"] == record["rho"] and model.privacy["epsilon"] == 2.0
+    assert sum(e["rho"] for e in model.privacy["ledger"]) == pytest.approx(record["rho"], rel=1e-12)
+    # independent replay: the same run on the prepared rows [1, x] (bias column first)
+    from dpnewton.experiment import run_algorithm
+    from dpnewton.loss import LogisticProblem
+
+    y = np.where(labels == "spam", 1.0, -1.0)
+    problem = LogisticProblem.from_xy(np.hstack([np.ones((500, 1)), X]), y)
+    (replay,) = run_algorithm(problem, "custom", "qu-clip", 2.0, [5], [4])
+    np.testing.assert_allclose(model.coef, replay.w[1:], rtol=1e-12)
+    assert model.intercept == pytest.approx(replay.w[0], rel=1e-12)
+
+    assert main(["predict", "--model", str(model_file), "--data", str(train)]) == 0
+    out = capsys.readouterr()
+    expected = np.where(X @ replay.w[1:] + replay.w[0] > 0, "spam", "ham")
+    assert out.out.split() == expected.tolist()
+    accuracy = float(np.mean(expected == labels))
+    assert f"accuracy {accuracy:.6g}" in out.err and accuracy > 0.8
+    assert main(["predict", "--model", str(model_file), "--data", str(train), "--json"]) == 0
+    payload = _strict_json(capsys.readouterr().out)
+    assert payload["predictions"] == expected.tolist() and payload["accuracy"] == pytest.approx(accuracy)
+
+
+def test_predict_errors_name_the_problem(tmp_path, capsys):
+    from dpnewton.model import LinearModel
+
+    model = tmp_path / "m.json"
+    LinearModel(np.array([1.0, -1.0]), 0.5, ("0", "1"), {"epsilon": 1.0}).save(model)
+    data = tmp_path / "three.csv"
+    _write_csv(data, np.ones((4, 3)), ["0", "1", "0", "1"])
+    assert main(["predict", "--model", str(model), "--data", str(data)]) == 2
+    assert "the model has 2 features" in capsys.readouterr().err
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    assert main(["predict", "--model", str(bad), "--data", str(data)]) == 2
+    assert "not a readable dpnewton model" in capsys.readouterr().err
+    assert main(["run", "--dataset", "synthetic", "--algorithm", "dp-gd", "--epsilon", "1", "-T", "2",
+                 "--save-model", str(tmp_path / "m.pkl"), "--cache-dir", str(tmp_path)]) == 2
+    assert "must end in .json or .npz" in capsys.readouterr().err
+
+
+def test_model_from_prepared_splits_the_bias_weight():
+    from dpnewton.model import LinearModel
+
+    meta = {"bias": True, "label_mapping": {"b": 1.0, "a": -1.0}, "name": "custom", "format": "csv"}
+    model = LinearModel.from_prepared(np.array([0.5, 1.0, -2.0]), meta, {})
+    assert model.intercept == 0.5 and model.coef.tolist() == [1.0, -2.0] and model.classes == ("a", "b")
+    assert model.predict(np.array([[1.0, 0.0], [0.0, 1.0]])).tolist() == ["b", "a"]
+    plain = LinearModel.from_prepared(np.array([0.5, 1.0]), {**meta, "bias": False}, {})
+    assert plain.intercept == 0.0 and plain.coef.tolist() == [0.5, 1.0]

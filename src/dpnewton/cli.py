@@ -1,4 +1,4 @@
-"""Command line: ``dpnewton run | prepare | optimum | conversions``.
+"""Command line: ``dpnewton run | predict | prepare | optimum | conversions | audit``.
 
 Errors in the arguments or the data end the command with exit status 2 and a one-line message
 (no traceback).
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+import numpy as np
 
 from . import __version__
 from .io import to_json
@@ -35,23 +37,61 @@ def _parse_hyper(items: list[str]) -> dict:
 def _cmd_run(args) -> int:
     from .algorithms import get_algorithm
     from .experiment import result_record, run_algorithm, validate_run_arguments
+    from .model import SUFFIXES, LinearModel
     from .privacy import default_delta
-    from .problems import load_problem
+    from .problems import load_problem_from_prepared, prepare_source
 
     # fail on bad arguments before any data work
     get_algorithm(args.algorithm)
     validate_run_arguments(args.epsilon, args.delta, args.iterations, args.conversion)
-    problem = load_problem(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
-                           cache_dir=args.cache_dir)
+    if args.save_model and not args.save_model.endswith(SUFFIXES):
+        raise ValueError(f"--save-model {args.save_model}: the file must end in {' or '.join(SUFFIXES)}")
+    prepared = prepare_source(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
+                              cache_dir=args.cache_dir)
+    problem = load_problem_from_prepared(prepared.path)
     name = args.dataset or "custom"
     (res,) = run_algorithm(problem, name, args.algorithm, args.epsilon, [args.seed], [args.iterations],
                            delta=args.delta, conversion=args.conversion, hyper=_parse_hyper(args.hyper))
     delta = default_delta(problem.n) if args.delta is None else args.delta
     record = result_record(res, args.conversion, args.epsilon, delta)
     record["n"], record["d"] = problem.n, problem.d
-    if args.ledger:
+    if args.ledger or args.save_model:
         record["ledger"] = res.ledger.as_records()
+    if args.save_model:
+        LinearModel.from_prepared(res.w, prepared.meta, record).save(args.save_model)
+        record["model_file"] = args.save_model
+    if not args.ledger:
+        record.pop("ledger", None)
     print(to_json(record, indent=2 if not args.json else None))
+    return 0
+
+
+def _cmd_predict(args) -> int:
+    from pathlib import Path
+
+    from .data.loaders import read_table
+    from .data.validate import label_text
+    from .model import LinearModel
+
+    model = LinearModel.load(args.model)
+    label_column = args.label_column if args.label_column is not None else model.training.get("label_column")
+    fmt = args.format or model.training.get("format")
+    path = Path(args.data)
+    if not path.is_file():
+        raise FileNotFoundError(f"data file {path} not found")
+    _, X, raw, _ = read_table(path, fmt if fmt in ("csv", "libsvm") else None,
+                              label_column if fmt == "csv" else None, model.n_features)
+    labels = model.predict(X)
+    known = {str(c) for c in model.classes}
+    given = [label_text(v) for v in raw]  # as the training sidecar names labels
+    accuracy = (float(np.mean([g == p for g, p in zip(given, labels)])) if set(given) <= known else None)
+    if args.json:
+        print(to_json({"model": args.model, "data": args.data, "n": len(labels), "predictions": labels.tolist(),
+                       "decision": model.decision_function(X), "accuracy": accuracy}))
+    else:
+        print("\n".join(str(p) for p in labels))
+        if accuracy is not None:
+            print(f"accuracy {accuracy:.6g} on {len(labels)} rows", file=sys.stderr)
     return 0
 
 
@@ -100,7 +140,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cache-dir", default="resources/data")
     run.add_argument("--json", action="store_true", help="one-line JSON")
     run.add_argument("--ledger", action="store_true", help="include the per-release privacy ledger")
+    run.add_argument("--save-model", metavar="FILE", default=None,
+                     help="write the weights, intercept, classes and privacy record (.json or .npz)")
     run.set_defaults(func=_cmd_run)
+
+    pred = sub.add_parser("predict", help="predict labels of a LIBSVM or CSV file with a saved model")
+    pred.add_argument("--model", required=True, help="a file written by 'dpnewton run --save-model'")
+    pred.add_argument("--data", required=True,
+                      help="rows in the training file's layout (a label column is read but not used)")
+    pred.add_argument("--format", choices=("csv", "libsvm"), default=None,
+                      help="default: the training file's format, else from the file name")
+    pred.add_argument("--label-column", default=None, help="CSV label column (default: the training one)")
+    pred.add_argument("--json", action="store_true",
+                      help="one JSON object: predictions, decision values and accuracy (null without labels)")
+    pred.set_defaults(func=_cmd_predict)
 
     opt = sub.add_parser("optimum", help="compute and cache the non-private optimum of a dataset")
     opt.add_argument("name")

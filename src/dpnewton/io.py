@@ -6,6 +6,7 @@ An interrupted write therefore never leaves a file that looks complete under its
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from contextlib import contextmanager
@@ -40,16 +41,24 @@ def atomic_write_text(path, text: str) -> None:
         tmp.write_text(text)
 
 
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
+def _strict(obj):
+    """``obj`` with numpy values as Python ones and non-finite floats as None (JSON ``null``)."""
+    if isinstance(obj, dict):
+        return {key: _strict(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strict(value) for value in obj]
     if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+        return _strict(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _strict(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
 
 
 def to_json(obj, **kw) -> str:
-    return json.dumps(obj, default=_json_default, **kw)
+    """Strict JSON (RFC 8259): NaN and infinities become ``null``, so any parser reads it."""
+    return json.dumps(_strict(obj), allow_nan=False, **kw)
 
 
 def atomic_write_json(path, obj) -> None:

@@ -2,7 +2,9 @@
 
 The optimum (w*, loss*, ||grad(w*)||, the solver's log) is cached beside the prepared file as
 ``<stem>.optimum.npz`` plus a JSON sidecar, and reused only while the prepared file's sha256 is
-unchanged. All writes are atomic (temporary file + rename).
+unchanged. With a holdout (:mod:`dpnewton.holdout`) the problem and its optimum are those of the
+training split, cached as ``<stem>.holdout~F.optimum.npz`` (+ JSON recording F). All writes are
+atomic (temporary file + rename).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .algorithms.optimum import find_optimum
+from .holdout import heldout_metrics, holdout_fraction, holdout_label, split_problems
 from .io import atomic_write_json, atomic_write_npz
 from .loss import LogisticProblem
 
@@ -26,22 +29,33 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def optimum_paths(prepared: Path) -> tuple[Path, Path]:
+def optimum_paths(prepared: Path, holdout: float | None = None) -> tuple[Path, Path]:
+    """Cache files of the optimum: ``<stem>.optimum.npz/.json``, or, for the training split of a
+    holdout F, ``<stem>.holdout~F.optimum.npz/.json``, so the two are never confused."""
     prepared = Path(prepared)
-    stem = prepared.with_suffix("")
+    stem = str(prepared.with_suffix(""))
+    fraction = holdout_fraction(holdout)
+    if fraction is not None:
+        stem += f".holdout~{holdout_label(fraction)}"
     return Path(f"{stem}.optimum.npz"), Path(f"{stem}.optimum.json")
 
 
 def compute_optimum(prepared: Path, out_npz: Path | None = None, out_json: Path | None = None,
-                    tol: float = 1e-10) -> dict:
-    """Solve for w* on the prepared dataset and write the cache; returns the JSON summary."""
+                    tol: float = 1e-10, holdout: float | None = None) -> dict:
+    """Solve for w* on the prepared dataset (its training split with a holdout) and write the cache;
+    returns the JSON summary.
+
+    With a holdout the summary also holds ``holdout``, ``n_test`` (``n`` is the training rows) and
+    w*'s ``train_accuracy``, ``test_accuracy`` and ``test_log_loss`` (:mod:`dpnewton.holdout`).
+    """
     from .data import load_prepared
 
     prepared = Path(prepared)
-    default_npz, default_json = optimum_paths(prepared)
+    fraction = holdout_fraction(holdout)
+    default_npz, default_json = optimum_paths(prepared, fraction)
     out_npz, out_json = Path(out_npz or default_npz), Path(out_json or default_json)
     data = load_prepared(prepared)
-    problem = LogisticProblem.from_xy(data.X, data.y, name=data.name)
+    problem, test = split_problems(data.X, data.y, data.name, fraction)
     opt = find_optimum(problem, tol=tol)
     if not opt.converged:
         raise RuntimeError(f"the optimum of {prepared} did not converge: ||grad|| = {opt.grad_norm:.3g} "
@@ -51,40 +65,60 @@ def compute_optimum(prepared: Path, out_npz: Path | None = None, out_json: Path 
                "w_norm": float(np.linalg.norm(opt.w)), "newton_iterations": opt.iterations,
                "tolerance": tol, "solver": "Newton, pseudo-inverse direction, Armijo halving",
                "log": opt.log}
+    if test is not None:
+        summary.update(holdout=fraction, n_test=test.n, train_accuracy=problem.accuracy(opt.w),
+                       **heldout_metrics(test, opt.w))
     atomic_write_npz(out_npz, w=opt.w, loss=np.array(opt.loss))
     atomic_write_json(out_json, summary)
     return summary
 
 
-def load_problem_from_prepared(prepared: Path, optimum: bool = True) -> LogisticProblem:
-    """The problem of a prepared file, with the cached optimum (recomputed if stale or missing)."""
+def load_problem_from_prepared(prepared: Path, optimum: bool = True,
+                               holdout: float | None = None) -> LogisticProblem:
+    """The problem of a prepared file (its training split with a holdout), with the cached optimum
+    (recomputed if stale or missing)."""
+    return load_split_from_prepared(prepared, optimum, holdout)[0]
+
+
+def load_split_from_prepared(prepared: Path, optimum: bool = True,
+                             holdout: float | None = None) -> tuple[LogisticProblem, LogisticProblem | None]:
+    """(training problem with the cached optimum, test problem), or (all rows, None) without a holdout.
+
+    A cached optimum is used only if it was computed from this prepared file (sha256) and split.
+    """
     from .data import load_prepared
 
     prepared = Path(prepared)
+    fraction = holdout_fraction(holdout)
     data = load_prepared(prepared)
-    problem = LogisticProblem.from_xy(data.X, data.y, name=data.name)
+    problem, test = split_problems(data.X, data.y, data.name, fraction)
     if optimum:
-        npz, js = optimum_paths(prepared)
+        npz, js = optimum_paths(prepared, fraction)
         fresh = False
         if npz.exists() and js.exists():
             meta = json.loads(js.read_text())
-            fresh = meta.get("prepared_sha256") == file_sha256(prepared)
+            fresh = meta.get("prepared_sha256") == file_sha256(prepared) and meta.get("holdout") == fraction
         if not fresh:
-            compute_optimum(prepared)
+            compute_optimum(prepared, holdout=fraction)
         with np.load(npz, allow_pickle=False) as f:
             problem.set_optimum(f["w"], float(f["loss"]))
-    return problem
+    return problem, test
 
 
-def load_problem(dataset: str | None = None, data_file: str | None = None, data_dir: str | None = None,
-                 cache_dir: str = "resources/data", optimum: bool = True, **options) -> LogisticProblem:
-    """Prepare (or reuse) a named dataset or a user file, then load it as a problem."""
+def prepare_source(dataset: str | None = None, data_file: str | None = None, data_dir: str | None = None,
+                   cache_dir: str = "resources/data", **options):
+    """Prepare (or reuse) a named dataset or a user file: the :class:`dpnewton.data.PreparedDataset`."""
     from .data import prepare
 
     if (dataset is None) == (data_file is None):
         raise ValueError("give exactly one of dataset=NAME or data_file=PATH")
     if data_file is not None:
-        prepared = prepare("custom", data_dir=data_dir, cache_dir=cache_dir, file=data_file, **options)
-    else:
-        prepared = prepare(dataset, data_dir=data_dir, cache_dir=cache_dir, **options)
+        return prepare("custom", data_dir=data_dir, cache_dir=cache_dir, file=data_file, **options)
+    return prepare(dataset, data_dir=data_dir, cache_dir=cache_dir, **options)
+
+
+def load_problem(dataset: str | None = None, data_file: str | None = None, data_dir: str | None = None,
+                 cache_dir: str = "resources/data", optimum: bool = True, **options) -> LogisticProblem:
+    """Prepare (or reuse) a named dataset or a user file, then load it as a problem."""
+    prepared = prepare_source(dataset, data_file, data_dir, cache_dir, **options)
     return load_problem_from_prepared(prepared.path, optimum=optimum)

@@ -1,4 +1,4 @@
-"""Dataset preparation for dpnewton (issue 4).
+"""Dataset preparation for dpnewton.
 
 >>> from dpnewton.data import prepare, load_prepared, DatasetError, DATASETS
 >>> pd = prepare("a1a", data_dir="../shared/datasets")   # doctest: +SKIP

@@ -319,9 +319,14 @@ def build_protein(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict,
                  {"indices_sha256": idx_hash, "constant_columns": [int(c) for c in const]})
 
 
-def build_custom(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, ctx: Context | None = None) -> Built:
-    path = files["data"].path
-    fmt = opts.get("format")
+def read_table(path: Path, fmt: str | None = None, label_column=None, n_features: int | None = None):
+    """A user's LIBSVM or CSV/TSV file: (format, finite features X, raw labels, CSV label column).
+
+    The format comes from ``fmt`` or the file name (.csv/.tsv, .svm/.libsvm/.svmlight, optionally
+    .gz); the CSV label column is reported by header name, or by index when there is no header.
+    """
+    from .validate import check_features
+
     name = path.name.lower().removesuffix(".gz")
     if fmt is None:
         if name.endswith((".csv", ".tsv")):
@@ -331,19 +336,25 @@ def build_custom(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, 
         else:
             raise DatasetError(f"{path}: cannot infer the format from the file name; pass format='csv' or "
                                "format='libsvm' (CLI: --format)")
-    meta: dict[str, Any] = {"format": fmt}
     if fmt == "csv":
-        X, raw, header, col = read_csv(path, opts.get("label_column"), "\t" if name.endswith(".tsv") else ",")
-        meta["label_column"] = col if header is None else header[col]
+        X, raw, header, col = read_csv(path, label_column, "\t" if name.endswith(".tsv") else ",")
+        label_column = col if header is None else header[col]
     elif fmt == "libsvm":
-        if opts.get("label_column") is not None:
+        if label_column is not None:
             raise DatasetError("label_column applies to CSV files only; LIBSVM labels are the first field")
-        X, raw = read_libsvm(path, opts.get("n_features"))
+        X, raw = read_libsvm(path, n_features)
     else:
         raise DatasetError(f"unknown format {fmt!r} for {path}; use 'csv' or 'libsvm'")
-    from .validate import check_features
-
     check_features(X, str(path))
+    return fmt, X, raw, label_column
+
+
+def build_custom(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, ctx: Context | None = None) -> Built:
+    path = files["data"].path
+    fmt, X, raw, label_column = read_table(path, opts.get("format"), opts.get("label_column"), opts.get("n_features"))
+    meta: dict[str, Any] = {"format": fmt}
+    if label_column is not None:
+        meta["label_column"] = label_column
     y, mapping = map_labels(raw, str(path))
     if opts.get("standardize"):
         from sklearn.preprocessing import StandardScaler

@@ -45,16 +45,17 @@ def map_labels(raw: np.ndarray, where: str) -> tuple[np.ndarray, dict[str, float
         raise DatasetError(f"{where}: labels contain NaN or inf; fix or drop those rows")
     values, inverse = np.unique(raw, return_inverse=True)
     if values.shape[0] != 2:
-        shown = ", ".join(_fmt(v) for v in values[:5]) + (", ..." if values.shape[0] > 5 else "")
+        shown = ", ".join(label_text(v) for v in values[:5]) + (", ..." if values.shape[0] > 5 else "")
         raise DatasetError(
             f"{where}: labels must take exactly two distinct values for binary logistic regression, "
             f"found {values.shape[0]} ({shown}); filter the file to two classes or choose the right label column"
         )
     y = np.where(inverse.reshape(-1) == 0, -1.0, 1.0)
-    return y, {_fmt(values[0]): -1.0, _fmt(values[1]): 1.0}
+    return y, {label_text(values[0]): -1.0, label_text(values[1]): 1.0}
 
 
-def _fmt(v: Any) -> str:
+def label_text(v: Any) -> str:
+    """The name of a raw label value: integral floats without the point (0.0 -> '0'), others as str."""
     if isinstance(v, (float, np.floating)):
         f = float(v)
         return str(int(f)) if f.is_integer() else repr(f)
