@@ -13,4 +13,12 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 
 from .api import FitResult, fit  # noqa: E402
 
-__all__ = ["fit", "FitResult", "__version__"]
+__all__ = ["fit", "FitResult", "DPLogisticRegression", "__version__"]
+
+
+def __getattr__(name):
+    """``dpnewton.DPLogisticRegression``, imported on first use (importing scikit-learn takes ~0.5 s)."""
+    if name == "DPLogisticRegression":
+        from .estimator import DPLogisticRegression
+        return DPLogisticRegression
+    raise AttributeError(f"module 'dpnewton' has no attribute {name!r}")

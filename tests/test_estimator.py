@@ -1,0 +1,387 @@
+"""DPLogisticRegression: scikit-learn conformance, label handling, the feature-space transform and
+the privacy bookkeeping, checked against direct calls of ``dpnewton.fit``."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import expit
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import check_estimator
+
+import dpnewton
+from dpnewton.algorithms import ALGORITHMS
+from dpnewton.estimator import (DEFAULT_ALGORITHM, DEFAULT_ITERATIONS, EXPECTED_FAILED_CHECKS,
+                                PRIVACY_RECORD_KEYS, DPLogisticRegression, PrivacyWarning,
+                                supported_algorithms)
+from dpnewton.experiment import DEFAULT_CONVERSION
+from dpnewton.loss import LogisticProblem
+from dpnewton.privacy import epsilon_to_rho
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpnewton.estimator.PrivacyWarning")
+
+
+def make_data(n=3000, d=4, seed=0, scale=0.5):
+    """Gaussian features of norm ~ scale*sqrt(d), Bernoulli(sigmoid) labels in {-1, +1}."""
+    rng = np.random.default_rng(seed)
+    X = scale * rng.standard_normal((n, d))
+    w = np.linspace(2.0, -2.0, d)
+    y = np.where(rng.random(n) < expit(X @ w + 0.5), 1, -1)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_data()
+
+
+def check_results(estimator):
+    return check_estimator(estimator, expected_failed_checks=EXPECTED_FAILED_CHECKS, on_fail=None,
+                           on_skip=None)
+
+
+@pytest.fixture(scope="module")
+def seeded_check_results():
+    return check_results(DPLogisticRegression(random_state=0))
+
+
+# ---- scikit-learn conformance ------------------------------------------------------------------
+
+def test_check_estimator_passes(seeded_check_results):
+    failed = [(r["check_name"], repr(r["exception"]))
+              for r in seeded_check_results if r["status"] == "failed"]
+    assert failed == []
+    assert sum(r["status"] == "passed" for r in seeded_check_results) > 40
+
+
+def test_declared_failures_really_fail(seeded_check_results):
+    """Each expected failure runs and fails, for the stated reason only (not a blanket skip)."""
+    assert 1 <= len(EXPECTED_FAILED_CHECKS) <= 3
+    for name in EXPECTED_FAILED_CHECKS:
+        runs = [r for r in seeded_check_results if r["check_name"] == name]
+        assert runs and all(r["status"] == "xfail" for r in runs)
+    # check_classifiers_train got through accuracy, shapes and input errors to the log-proba line:
+    # predict_log_proba is finite where predict_proba underflows to 0
+    for r in seeded_check_results:
+        if r["check_name"] == "check_classifiers_train":
+            assert "inf location mismatch" in str(r["exception"])
+
+
+def test_check_estimator_with_fresh_randomness():
+    """random_state=None is the default; the checks seed estimators that have a random_state."""
+    results = check_results(DPLogisticRegression())
+    assert [r["check_name"] for r in results if r["status"] == "failed"] == []
+
+
+def test_default_parameters():
+    assert DPLogisticRegression().get_params() == {
+        "epsilon": 1.0, "delta": None, "algorithm": DEFAULT_ALGORITHM, "iterations": DEFAULT_ITERATIONS,
+        "conversion": DEFAULT_CONVERSION, "fit_intercept": True, "data_norm": None,
+        "random_state": None, "hyper": None}
+    assert DEFAULT_ALGORITHM in supported_algorithms()
+
+
+def test_get_set_params_round_trip_and_clone(data):
+    X, y = data
+    est = DPLogisticRegression(epsilon=2.0, algorithm="hess-clip", iterations=8, data_norm=3.0,
+                               random_state=4, hyper={"grad_frac": 0.8})
+    other = DPLogisticRegression().set_params(**est.get_params())
+    assert other.get_params() == est.get_params()
+    cloned = clone(est)
+    assert cloned.get_params() == est.get_params() and cloned.hyper is not est.hyper
+    assert_array_equal(cloned.fit(X, y).coef_, est.fit(X, y).coef_)
+    assert est.hyper == {"grad_frac": 0.8}  # fit does not change its parameters
+
+
+def test_pipeline_round_trip(data):
+    X, y = data
+    pipe = Pipeline([("squash", FunctionTransformer(np.tanh)),
+                     ("clf", DPLogisticRegression(random_state=1, data_norm=2.5))])
+    pipe.fit(X, y)
+    direct = DPLogisticRegression(random_state=1, data_norm=2.5).fit(np.tanh(X), y)
+    assert_array_equal(pipe.named_steps["clf"].coef_, direct.coef_)
+    assert_array_equal(pipe.predict(X), direct.predict(np.tanh(X)))
+    assert_array_equal(pipe.predict_proba(X), direct.predict_proba(np.tanh(X)))
+    again = clone(pipe).set_params(clf__epsilon=3.0)
+    assert again.get_params()["clf__epsilon"] == 3.0 and not hasattr(again.named_steps["clf"], "coef_")
+    assert again.fit(X, y).named_steps["clf"].epsilon_ == 3.0
+
+
+# ---- labels ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("labels", [(0, 1), ("no", "yes"), (False, True), (-1.0, 3.0)],
+                         ids=["01", "strings", "bools", "integral-floats"])
+def test_labels_map_to_minus_plus_one(data, labels):
+    X, y = data
+    ref = DPLogisticRegression(random_state=3).fit(X, y)
+    neg, pos = labels
+    y_lab = np.where(y > 0, pos, neg)
+    if isinstance(neg, str):
+        y_lab = y_lab.astype(object)
+    est = DPLogisticRegression(random_state=3).fit(X, y_lab)
+    assert_array_equal(est.classes_, np.array([neg, pos]))
+    assert_array_equal(est.coef_, ref.coef_)
+    assert_array_equal(est.intercept_, ref.intercept_)
+    assert_array_equal(est.predict(X), np.where(ref.predict(X) > 0, pos, neg))
+    assert set(est.predict(X).tolist()) <= {neg, pos}
+
+
+def test_classes_sorted_positive_is_second(data):
+    X, y = data
+    # "b" is the larger label, so it is classes_[1], the +1 of the optimizer, wherever it appears
+    est = DPLogisticRegression(random_state=3).fit(X, np.where(y > 0, "b", "a"))
+    flipped = DPLogisticRegression(random_state=3).fit(X, np.where(y > 0, "a", "b"))
+    assert est.classes_.tolist() == ["a", "b"] == flipped.classes_.tolist()
+    ref = DPLogisticRegression(random_state=3).fit(X, y)
+    flipped_ref = DPLogisticRegression(random_state=3).fit(X, -y)
+    assert_array_equal(est.coef_, ref.coef_)
+    assert_array_equal(flipped.coef_, flipped_ref.coef_)
+    assert np.mean(est.predict(X) == np.where(y > 0, "b", "a")) > 0.7
+
+
+def test_three_classes_rejected(data):
+    X, y = data
+    y3 = np.array(["a", "b", "c"])[np.arange(len(y)) % 3]
+    with pytest.raises(ValueError, match=r"Only binary classification is supported.*\['a', 'b', 'c'\]"):
+        DPLogisticRegression(random_state=0).fit(X, y3)
+
+
+def test_one_class_rejected(data):
+    X, _ = data
+    with pytest.raises(ValueError, match=r"one class only \(\['x'\]\)"):
+        DPLogisticRegression(random_state=0).fit(X, np.full(len(X), "x"))
+
+
+# ---- probabilities -----------------------------------------------------------------------------
+
+def _fitted_with(coef, intercept):
+    X, y = make_data(n=50, d=len(coef))
+    est = DPLogisticRegression(random_state=0).fit(X, y)
+    est.coef_ = np.array([coef], dtype=float)
+    est.intercept_ = np.array([intercept], dtype=float)
+    return est
+
+
+def test_predict_proba_known_answer():
+    est = _fitted_with([1.0, 0.0], 0.0)
+    X = np.array([[0.0, 5.0], [math.log(3.0), -1.0], [-math.log(3.0), 2.0]])
+    assert_allclose(est.predict_proba(X), [[0.5, 0.5], [0.25, 0.75], [0.75, 0.25]], rtol=1e-15)
+
+
+def test_predict_proba_is_expit_of_decision(data):
+    X, y = data
+    est = DPLogisticRegression(random_state=2).fit(X, y)
+    proba = est.predict_proba(X)
+    decision = X @ est.coef_[0] + est.intercept_[0]
+    assert_allclose(est.decision_function(X), decision, rtol=1e-12)
+    assert_allclose(proba[:, 1], expit(decision), rtol=1e-12)
+    assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-15)
+    assert_array_equal(est.classes_[np.argmax(proba, axis=1)], est.predict(X))
+
+
+def test_predict_log_proba(data):
+    X, y = data
+    est = DPLogisticRegression(random_state=2).fit(X, y)
+    # log of a rounded probability near 1 is only accurate to ~1e-16 absolute
+    assert_allclose(est.predict_log_proba(X), np.log(est.predict_proba(X)), rtol=1e-12, atol=1e-15)
+    huge = _fitted_with([1000.0, 0.0], 0.0)
+    Xh = np.array([[1.0, 0.0], [-1.0, 0.0], [40.0, 0.0]])
+    logp = huge.predict_log_proba(Xh)
+    assert np.isfinite(logp).all()
+    assert_allclose(logp, [[-1000.0, 0.0], [0.0, -1000.0], [-40000.0, 0.0]], rtol=1e-15)
+    assert (huge.predict_proba(Xh)[:, 0] == [0.0, 1.0, 0.0]).all()  # where log(proba) is -inf
+
+
+# ---- the model in the original features -------------------------------------------------------
+
+def test_weights_equal_direct_fit_on_scaled_rows(data):
+    X, y = data
+    n, d = X.shape
+    D = 3.0
+    est = DPLogisticRegression(epsilon=2.0, algorithm="hess-clip", iterations=10, data_norm=D,
+                               random_state=7).fit(X, y)
+    rows = np.column_stack([X, np.ones(n)]) / D
+    # excess_loss=True computes the non-private optimum: evaluation only, same weights
+    direct = dpnewton.fit(rows, y, algorithm="hess-clip", epsilon=2.0, iterations=10, seed=7)
+    assert_array_equal(est.coef_, direct.weights[None, :d] / D)
+    assert_array_equal(est.intercept_, [direct.weights[d] / D])
+    assert est.rho_ == direct.record["rho"] and est.n_iter_ == 10
+
+    no_intercept = DPLogisticRegression(epsilon=2.0, algorithm="hess-clip", iterations=10,
+                                        fit_intercept=False, random_state=7).fit(X, y)
+    direct = dpnewton.fit(X, y, algorithm="hess-clip", epsilon=2.0, iterations=10, seed=7,
+                          excess_loss=False)
+    assert_array_equal(no_intercept.coef_[0], direct.weights)
+    assert_array_equal(no_intercept.intercept_, [0.0])
+
+
+def test_decision_equals_training_margin_within_the_bound():
+    X, y = make_data(n=2000, d=3, scale=0.3)
+    X[0] = [4.0, -4.0, 4.0]              # ||[x, 1]|| = 7 > data_norm: shrunk for training
+    D = 2.5
+    augmented = np.column_stack([X, np.ones(len(X))])
+    norms = np.linalg.norm(augmented, axis=1)
+    inside = norms <= D
+    assert inside[1:].mean() > 0.99 and not inside[0]
+    est = DPLogisticRegression(algorithm="hess-clip", iterations=8, data_norm=D, random_state=5).fit(X, y)
+    w = dpnewton.fit(augmented / D, y, algorithm="hess-clip", epsilon=1.0, iterations=8, seed=5,
+                     excess_loss=False).weights
+    margins = LogisticProblem.from_xy(augmented / D, y).margins(w)   # y_i <z_i, w>, z_i projected
+    signed = y * est.decision_function(X)
+    assert_allclose(signed[inside], margins[inside], rtol=1e-10, atol=1e-12)
+    assert_allclose(signed[0] / (norms[0] / D), margins[0], rtol=1e-10)
+    assert not np.isclose(signed[0], margins[0])
+
+
+# ---- randomness and privacy bookkeeping --------------------------------------------------------
+
+def test_fresh_randomness_by_default_and_fixed_seed_replays(data):
+    X, y = data
+    a, b = DPLogisticRegression().fit(X, y), DPLogisticRegression().fit(X, y)
+    assert not np.array_equal(a.coef_, b.coef_)
+    assert a.privacy_record_["seed"] is None
+    c, e = DPLogisticRegression(random_state=11).fit(X, y), DPLogisticRegression(random_state=11).fit(X, y)
+    assert_array_equal(c.coef_, e.coef_)
+    assert_array_equal(c.intercept_, e.intercept_)
+    assert not np.array_equal(c.coef_, DPLogisticRegression(random_state=12).fit(X, y).coef_)
+
+
+def test_ledger_sums_to_rho(data):
+    X, y = data
+    n = len(X)
+    est = DPLogisticRegression(epsilon=0.5, random_state=0).fit(X, y)
+    assert est.epsilon_ == 0.5 and est.delta_ == 1.0 / n**2
+    assert est.rho_ == epsilon_to_rho(0.5, 1.0 / n**2, DEFAULT_CONVERSION)
+    entries = est.privacy_ledger_.entries
+    assert len(entries) >= DEFAULT_ITERATIONS
+    assert math.isclose(math.fsum(e.rho for e in entries), est.rho_, rel_tol=1e-9)
+    assert est.privacy_ledger_.nonprivate == []
+    record = est.privacy_record_
+    assert (record["algorithm"], record["conversion"], record["iterations"]) == (
+        DEFAULT_ALGORITHM, DEFAULT_CONVERSION, DEFAULT_ITERATIONS)
+    assert set(record) <= set(PRIVACY_RECORD_KEYS)
+    assert not {"excess_loss", "train_accuracy", "runtime_s"} & set(record)   # evaluation, not private
+    given = DPLogisticRegression(epsilon=0.5, delta=1e-6, conversion="gdp", random_state=0).fit(X, y)
+    assert given.delta_ == 1e-6 and given.rho_ == epsilon_to_rho(0.5, 1e-6, "gdp")
+
+
+def test_privacy_warning_once_per_process(data, monkeypatch):
+    X, y = data
+    monkeypatch.setattr(DPLogisticRegression, "_privacy_warning_shown", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="epsilon"):
+            DPLogisticRegression(epsilon=0.0).fit(X, y)      # rejected before the warning
+        DPLogisticRegression(random_state=0).fit(X, y)
+        DPLogisticRegression(random_state=1).fit(X, y)
+    privacy = [w for w in caught if issubclass(w.category, PrivacyWarning)]
+    assert len(privacy) == 1
+    assert issubclass(PrivacyWarning, UserWarning)
+    text = str(privacy[0].message)
+    assert "scaler" in text and "GridSearchCV" in text and "data_norm" in text
+    assert privacy[0].filename == __file__               # points at the caller's fit
+
+
+# ---- parameters --------------------------------------------------------------------------------
+
+def test_supported_algorithms_from_registry():
+    assert set(supported_algorithms()) == {"hess-clip", "hess-add", "qu-clip", "qu-add", "dp-gd",
+                                           "cubic-newton"}
+    assert set(supported_algorithms()) <= set(ALGORITHMS)
+
+
+@pytest.mark.parametrize("name", sorted(set(ALGORITHMS) - {"hess-clip", "hess-add", "qu-clip", "qu-add",
+                                                           "dp-gd", "cubic-newton"}))
+def test_rejected_algorithms(data, name):
+    X, y = data
+    with pytest.raises(ValueError, match=f"algorithm='{name}' is not supported") as info:
+        DPLogisticRegression(algorithm=name).fit(X, y)
+    assert ", ".join(supported_algorithms()) in str(info.value)
+
+
+def test_every_supported_algorithm_fits(data):
+    X, y = data
+    for name in supported_algorithms():
+        est = DPLogisticRegression(algorithm=name, epsilon=5.0, iterations=4, random_state=0).fit(X, y)
+        assert np.isfinite(est.coef_).all() and est.privacy_record_["algorithm"] == name
+
+
+def test_hyper_passes_through(data):
+    X, y = data
+    n = len(X)
+    est = DPLogisticRegression(random_state=0, hyper={"grad_frac": 0.8}).fit(X, y)
+    direct = dpnewton.fit(np.column_stack([X, np.ones(n)]), y, algorithm=DEFAULT_ALGORITHM,
+                          epsilon=1.0, iterations=DEFAULT_ITERATIONS, seed=0, excess_loss=False,
+                          grad_frac=0.8)
+    assert_array_equal(est.coef_[0], direct.weights[:-1])
+    assert not np.array_equal(est.coef_, DPLogisticRegression(random_state=0).fit(X, y).coef_)
+    with pytest.raises(ValueError, match="unknown hyper-parameter"):
+        DPLogisticRegression(random_state=0, hyper={"no_such_knob": 1}).fit(X, y)
+    with pytest.raises(ValueError, match="non-private"):
+        DPLogisticRegression(algorithm="cubic-newton", iterations=2, random_state=0,
+                             hyper={"noise": False}).fit(X, y)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"epsilon": -1.0}, "epsilon"),
+    ({"delta": 2.0}, "delta"),
+    ({"iterations": 0}, "iterations"),
+    ({"conversion": "nope"}, "conversion"),
+    ({"data_norm": 0.0}, "data_norm"),
+    ({"data_norm": float("inf")}, "data_norm"),
+    ({"random_state": -1}, "random_state"),
+    ({"random_state": np.random.RandomState(0)}, "random_state"),
+    ({"hyper": [("grad_frac", 0.8)]}, "hyper"),
+    ({"algorithm": "sgd"}, "unknown"),
+])
+def test_bad_parameters(data, params, match):
+    X, y = data
+    with pytest.raises(ValueError, match=match):
+        DPLogisticRegression(**params).fit(X, y)
+
+
+def test_exported_from_package():
+    assert dpnewton.DPLogisticRegression is DPLogisticRegression
+    assert "DPLogisticRegression" in dpnewton.__all__
+
+
+# ---- real data ---------------------------------------------------------------------------------
+
+@pytest.mark.shared_data
+def test_score_on_a1a(shared_datasets, tmp_path):
+    from dpnewton.data import prepare
+    prepared = prepare("a1a", data_dir=shared_datasets, cache_dir=tmp_path)
+    y01 = (prepared.y > 0).astype(int)
+    order = np.random.default_rng(0).permutation(len(y01))
+    train, test = order[:24000], order[24000:]
+    est = DPLogisticRegression(epsilon=1, random_state=0).fit(prepared.X[train], y01[train])
+    score = est.score(prepared.X[test], y01[test])
+    majority = max(y01[test].mean(), 1 - y01[test].mean())   # 0.76: always predict -1
+    assert score > majority + 0.03
+    assert est.classes_.tolist() == [0, 1] and est.coef_.shape == (1, prepared.X.shape[1])
+
+
+def test_score_on_csv_with_string_labels(tmp_path):
+    X, y = make_data(n=4000, d=3, seed=4)
+    path = tmp_path / "mail.csv"
+    frame = pd.DataFrame(X, columns=["links", "caps", "length"])
+    frame["label"] = np.where(y > 0, "spam", "ham")
+    frame.to_csv(path, index=False)
+
+    read = pd.read_csv(path)
+    features, labels = read[["links", "caps", "length"]], read["label"]
+    est = DPLogisticRegression(epsilon=1, random_state=0, data_norm=3.0).fit(features[:3000], labels[:3000])
+    assert est.feature_names_in_.tolist() == ["links", "caps", "length"]
+    assert est.classes_.tolist() == ["ham", "spam"]
+    predicted = est.predict(features[3000:])
+    assert set(predicted.tolist()) == {"ham", "spam"}
+    score = est.score(features[3000:], labels[3000:])
+    majority = labels[3000:].value_counts(normalize=True).max()
+    assert score > majority + 0.05
