@@ -112,6 +112,8 @@ def result_record(result: RunResult, conversion: str, epsilon: float, delta: flo
         "conversion_failed": bool(conversion == "official-fsolve" and official_fsolve_failed(epsilon, delta)),
         "iterations": ident.iterations, "seed": ident.seed,
         "excess_loss": result.final_excess_loss, "runtime_s": result.runtime_s,
+        # share of training rows with <z_i, w_T> > 0 (a margin of exactly 0 counts as wrong)
+        "train_accuracy": float("nan") if result.train_accuracy is None else float(result.train_accuracy),
         # zCDP-ledger runs: the sum of per-release rho. Accountant-calibrated runs (amplification by
         # subsampling is not rho-additive) have no rho entries: NaN, and accountant_epsilon instead.
         "ledger_rho_total": ledger.spent_rho if ledger.entries else float("nan"),

@@ -283,6 +283,18 @@ class LogisticProblem:
     def qu(self, w: np.ndarray) -> np.ndarray:
         return self.soi_from_margins(self.margins(w), "qu")
 
-    def accuracy(self, w: np.ndarray) -> float:
-        """Share of records with y_i <x_i, w> >= 0 (sign is unaffected by the row projection)."""
-        return float(np.mean(self.margins(w) >= 0.0))
+    @staticmethod
+    def accuracy_from_margins(m: np.ndarray) -> float | np.ndarray:
+        """Share of rows with a positive margin m_i = <z_i, w> > 0; per run for a stack m (n, S).
+
+        m_i = y_i <x_i, w> / max(1, ||x_i||), so m_i > 0 means sign(<x_i, w>) = y_i: the record is
+        classified correctly. A tie (m_i exactly 0, e.g. every row at w = 0) counts as wrong.
+        """
+        m = np.asarray(m)
+        if m.ndim == 1:
+            return float(np.mean(m > 0.0))
+        return np.mean(m > 0.0, axis=0)
+
+    def accuracy(self, w: np.ndarray) -> float | np.ndarray:
+        """:meth:`accuracy_from_margins` of Z w (one extra pass over Z)."""
+        return self.accuracy_from_margins(self.margins(w))

@@ -61,3 +61,14 @@ class RunIdentity:
 
     def generator(self, stream: str = "main") -> np.random.Generator:
         return np.random.Generator(np.random.PCG64(self.seed_sequence(stream)))
+
+
+def dataset_generator(dataset: str, stream: str) -> np.random.Generator:
+    """Generator of a per-dataset draw that belongs to no run (the holdout split, stream 'holdout').
+
+    Seeded like a run's, from the SHA-256 of ``dpnewton-v1|dataset|<dataset>|<stream>``: a key of
+    another shape than :meth:`RunIdentity.key`, so it never coincides with a run's stream.
+    """
+    key = "|".join(["dpnewton-v1", "dataset", dataset, stream])
+    digest = hashlib.sha256(key.encode()).digest()
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int.from_bytes(digest, "big"))))

@@ -2,7 +2,8 @@
 
 Each entry maps the algorithm name used on the CLI, in configs and in result tables to a runner
 ``run(problem, contexts, hyper) -> list[RunResult]``. ``hyper`` is a dict of hyper-parameters;
-unknown keys raise ``ValueError`` naming them.
+unknown keys raise ``ValueError`` naming them. :func:`register` makes every registered runner
+return its results with ``train_accuracy`` set (:func:`with_train_accuracy`).
 """
 
 from __future__ import annotations
@@ -50,12 +51,28 @@ def runner(config_cls, run_fn, **fixed):
     return run
 
 
+def with_train_accuracy(run):
+    """``run`` whose results all have ``train_accuracy``: the full-batch drivers
+    (:mod:`.base`) take it from the final iterate's margins; for results without it (one-shot,
+    cubic and minibatch methods, whose final evaluation computes no margins) it is
+    ``problem.accuracy(w)``, computed here, after the timed updates."""
+    def run_with_accuracy(problem, contexts, hyper):
+        results = run(problem, contexts, hyper)
+        for res in results:
+            if res.train_accuracy is None:
+                res.train_accuracy = problem.accuracy(res.w)
+        return results
+    return run_with_accuracy
+
+
 ALGORITHMS: dict[str, AlgorithmSpec] = {}
 
 
 def register(spec: AlgorithmSpec) -> AlgorithmSpec:
+    """Add ``spec`` to :data:`ALGORITHMS` (its runner wrapped by :func:`with_train_accuracy`)."""
     if spec.name in ALGORITHMS:
         raise ValueError(f"algorithm {spec.name!r} is registered twice")
+    spec = dataclasses.replace(spec, run=with_train_accuracy(spec.run))
     ALGORITHMS[spec.name] = spec
     return spec
 
@@ -94,4 +111,4 @@ def get_algorithm(name: str) -> AlgorithmSpec:
 
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "RunContext", "RunResult", "get_algorithm", "register",
-           "build_config", "runner"]
+           "build_config", "runner", "with_train_accuracy"]

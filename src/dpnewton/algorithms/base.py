@@ -7,7 +7,8 @@ runs in its batch.
 
 Timing [paper_spec 9.1]: only the update steps are timed (``time.perf_counter``); evaluating the
 loss of each iterate is not. The margins Z w_t that an update computes anyway are reused for the
-loss of w_t, so evaluation costs no extra pass over Z except for the last iterate. Minibatch
+loss of w_t, so evaluation costs no extra pass over Z except for the last iterate, whose margins
+also give the run's training accuracy. Minibatch
 updates compute no full margins; their iterates are kept and evaluated together at the end
 (:meth:`LogisticProblem.losses`: matrix products instead of one matrix-vector pass per iterate).
 """
@@ -51,6 +52,9 @@ class RunResult:
     ledger: PrivacyLedger
     resets: int = 0
     diagnostics: dict = field(default_factory=dict)
+    #: share of training rows with margin <z_i, w_T> > 0 (ties wrong: :meth:`LogisticProblem.accuracy_from_margins`);
+    #: the full-batch drivers take it from the final margins, the registry fills it in for the others
+    train_accuracy: float | None = None
 
     @property
     def runtime_s(self) -> float:
@@ -122,14 +126,18 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
             iterates[t] = w
         elapsed[t + 1] = total
         w = w_next
+    accuracy = None
     if full_margins:
-        losses[T] = problem.loss(w)
+        m = problem.margins(w)
+        losses[T] = problem.loss_from_margins(m)
+        accuracy = problem.accuracy_from_margins(m)
     else:
         iterates[T] = w
         losses = problem.losses(iterates)
     diag = dict(diagnostics or {})
     diag["diverged"] = bool(not np.isfinite(w).all())
-    return RunResult(ctx.identity, w, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag)
+    return RunResult(ctx.identity, w, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag,
+                     train_accuracy=accuracy)
 
 
 BatchStepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, list[RunContext], int], np.ndarray]
@@ -175,10 +183,13 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
             elapsed[i][t + 1] = totals[i]
         W[active] = W_next
     results = []
-    final_losses = problem.loss_from_margins(problem.margins(W)) if S else []
+    final_margins = problem.margins(W) if S else None
+    final_losses = problem.loss_from_margins(final_margins) if S else []
+    accuracies = problem.accuracy_from_margins(final_margins) if S else []
     for i, c in enumerate(contexts):
         losses[i][Ts[i]] = final_losses[i]
         results.append(RunResult(c.identity, W[i].copy(), losses[i] - _loss_opt(problem), elapsed[i],
                                  c.ledger, int(resets[i]),
-                                 {"diverged": bool(not np.isfinite(W[i]).all()), "batch_size": S}))
+                                 {"diverged": bool(not np.isfinite(W[i]).all()), "batch_size": S},
+                                 train_accuracy=float(accuracies[i])))
     return results
