@@ -59,7 +59,7 @@ def _read_csv(path: Path) -> list[dict]:
 
 
 def _aop_power(epsilon: float, n: int) -> dict:
-    """Why AOP's half-noise is undetectable (paper_spec 4.2): mu of its objective noise per record.
+    """Why AOP's half-noise is undetectable (docs/algorithms.md §4.2): mu of its objective noise per record.
 
     Sum form of AOP's objective (times n): sum_i l(theta; z_i) + Lambda/2 ||theta||^2 + <B, theta>,
     B ~ N(0, sB^2), sB = n sigma_obj = 2L (1 + sqrt(2 log(1/delta_obj)))/eps_p, independent of n. Adding
@@ -87,7 +87,7 @@ def _aop_power(epsilon: float, n: int) -> dict:
 
 
 def _cubic_power(epsilon: float, n: int, diameter: float) -> dict:
-    """Cubic Newton (T = 1, N inner releases, paper_spec 5): the opposed canary moves every inner model
+    """Cubic Newton (T = 1, N inner releases, docs/algorithms.md §5): the opposed canary moves every inner model
     gradient by 1/(n+1) against the stated sensitivity (L0 + L1 D)/n, so the N releases together
     give mu = sqrt(2 rho) (1/(n+1)) / ((L0 + L1 D)/n) (sigma = sens/sqrt(2 rho/N))."""
     delta = 1.0 / n**2
@@ -331,13 +331,13 @@ def write_doc(rows: list[dict], args, total_seconds: float) -> bool:
         f"epsilon {cubic['half-noise'][1]:.2f}). At the default D = 10 the bound is {cubic_default['sens_n']:.2f}/n "
         f"and the canary reaches {100 * cubic_default['ratio']:.0f}% of it (half-noise mu "
         f"{cubic_default['half-noise'][0]:.2f}, epsilon {cubic_default['half-noise'][1]:.2f} < the claim: not "
-        "refutable with this canary there, which is why the previous audit at D = 10 had no power); D enters "
+        "refutable with this canary there, which is why an audit at D = 10 has no power); D enters "
         "only the sensitivity constant, the code path is the same. A single inner release (`gradient-release`, "
         "claim "
         f"{part('cubic-newton', 'gradient-release')}) holds 1/N of the budget and the `output` (a weighted "
         "average of the projected iterates) has almost no power.",
         "* Damped Newton's step size uses the exact Hessian and gradient and is not private by design "
-        "(paper_spec 4.1), so only its released gradient is a meaningful audit target; its Hessian release "
+        "(docs/algorithms.md §4.1), so only its released gradient is a meaningful audit target; its Hessian release "
         "(Frobenius sensitivity 1/(4n)) is covered by tests/test_sensitivity.py.",
         "* Not audited: dp-gd-oracle (DP-GD with a non-private choice of T), minibatch-hess-add and "
         "minibatch-qu-clip (see above), multi-iteration transcripts of the Newton methods and of cubic Newton "

@@ -1,6 +1,6 @@
 """Table 1 of the paper: T*_DP-GD / T*_Hess-clip at epsilon in {0.01, 0.1, 1, 10}.
 
-Protocol [paper_spec 9.2]: for each (dataset, algorithm, epsilon) every T of the grid is run for
+Protocol [P section 6, Table 1; docs/algorithms.md §9.2]: for each (dataset, algorithm, epsilon) every T of the grid is run for
 every seed (one ``run_algorithm`` batch); the best T minimises the mean last-iterate excess loss;
 T* is the wall-clock update time of a run at the best T.
 
@@ -8,7 +8,7 @@ Runtime of a run at best T:
 * Hess-clip runs one run at a time (iterate_single): T*_hess = mean of the seeds' runtime_s.
 * DP-GD is batched over (seed, T) in run_algorithm; the per-run time in a batch (batch step time /
   active runs) is not what the paper timed. T*_dpgd is therefore re-measured as a *single* run at
-  best T (seed 0, same code path with S=1: a lane-padded gemm in the core before c3abb36, a row-blocked gemv pass since) -- ``dpgd_single_s``. The batched
+  best T (seed 0, same code path with S=1: a row-blocked gemv pass) -- ``dpgd_single_s``. The batched
   per-run time is reported too (``dpgd_batched_s``) and gives a second ratio.
 
 Conversions: bs16 (correct) and official-fsolve (the released code's fsolve, which fails at

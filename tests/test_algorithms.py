@@ -77,7 +77,7 @@ def _grad(Z, w):
 
 
 def test_hess_clip_one_step_by_hand(toy_problem):
-    """Algorithm 3 with the released code's adaptive lambda, written out from paper_spec 2.3."""
+    """Algorithm 3 with the released code's adaptive lambda, written out from docs/algorithms.md §2.3."""
     p, eps = toy_problem, 2.0
     n, d, Z = p.n, p.d, p.Z
     (res,) = run_algorithm(p, "toy", "hess-clip", eps, [5], [1])
@@ -123,7 +123,7 @@ def test_dp_gd_one_step_by_hand(toy_problem):
     (res,) = run_algorithm(p, "toy", "dp-gd", eps, [3], [T])
     rng, w = _replayed_generator(p, "dp-gd", eps, 3, T)
     rho = epsilon_to_rho(eps, 1 / n**2, "bs16")
-    s = 4 * math.sqrt(T) / (n * math.sqrt(2 * rho))  # paper_spec 3.1
+    s = 4 * math.sqrt(T) / (n * math.sqrt(2 * rho))  # docs/algorithms.md §3.1
     for _ in range(T):  # the noise is added to the gradient, hence subtracted after the step
         w = w - 4 * _grad(p.Z, w) - s * rng.standard_normal(d)
     np.testing.assert_allclose(res.w, w, rtol=1e-10, atol=1e-13)

@@ -1,8 +1,8 @@
-"""CI-sized empirical privacy audit (issue 6 part 1) and the Clopper-Pearson machinery.
+"""CI-sized empirical privacy audit and the Clopper-Pearson machinery.
 
 The full audit (10^4 trials per side) is ``python benchmarks/privacy_audit.py``; here a few
 mechanisms run with 2000-5000 trials per side: correct ones must stay at or below the claimed
-epsilon, broken ones (too little noise) must exceed it - the audit must have power (issue 6).
+epsilon, broken ones (too little noise) must exceed it - the audit must have power.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def test_audit_cli(capsys):
     assert "no audit mechanism" in capsys.readouterr().err
 
 
-# ---- algorithms added after the first audit (dp-sgd, minibatch, aop, cubic Newton, SOI canary) ----
+# ---- dp-sgd, minibatch, aop, cubic Newton, SOI canary ------------------------------------------------
 def test_every_registered_algorithm_is_audited_or_listed():
     from dpnewton.algorithms import ALGORITHMS
     from dpnewton.audit import default_mechanisms
@@ -254,7 +254,7 @@ def test_patched_noise_is_scoped_and_correct_runs_within_claim(name, patched):
     assert all(r.epsilon_lb <= min(EPS, r.epsilon_audited_part) + 1e-12 for r in rows)
 
 
-# ---- power of the AOP and cubic Newton audits (issue 6: a broken variant must be flagged) ----------
+# ---- power of the AOP and cubic Newton audits (a broken variant must be flagged) -------------------
 def test_cubic_newton_inner_releases_attain_the_sensitivity():
     """Every inner model-gradient release moves by the opposed canary's -u/(n+1), >= 95% of the
     stated bound (L0 + L1 D)/n at the audited diameter 0.1; the statistic read from the run's

@@ -1,4 +1,4 @@
-"""Bad CLI/data-level input (issue 6 part 3, the part that does not need the pipeline): exit status 2
+"""Bad CLI/data-level input (the checks that do not need the pipeline): exit status 2
 and a one-line message naming the problem, never a traceback."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 6 part 3, pipeline level: every bad input stops Snakemake with a clear error and no results.
+"""Pipeline level: every bad input stops Snakemake with a clear error and no results.
 
 Each case writes a tiny config (derived from the tiny synthetic config below, itself a cut-down
 ``config/test.yaml``) into its own working directory and runs the real pipeline with a real target

@@ -9,7 +9,7 @@ from scipy import stats
 from dpnewton.privacy import (CONVERSIONS, default_delta, epsilon_to_rho, official_fsolve_failed,
                               rho_to_epsilon)
 
-# CKS known answers: OpenDP's unit test value and the table of ecosystem_notes 3.2.
+# CKS known answers: OpenDP's unit test value and the table of docs/algorithms.md §6.4.
 CKS_KATS = [(1 / 32, 1e-3, 0.6880024554878086), (0.025, 1e-6, 1.014074), (0.5, 1e-5, 4.728387),
             (0.005, 1e-6, 0.429941), (2.0, 1e-6, 11.688596)]
 
@@ -21,14 +21,14 @@ def test_cks_known_answers(rho, delta, eps):
 
 
 def test_cks_inverse_known_answers():
-    # ecosystem_notes 3.2: rho granted at delta = 1e-6
+    # docs/algorithms.md §6.4: rho granted at delta = 1e-6
     assert epsilon_to_rho(0.01, 1e-6, "cks") == pytest.approx(4.359e-06, rel=1e-3)
     assert epsilon_to_rho(1.0, 1e-6, "cks") == pytest.approx(2.436e-02, rel=1e-3)
     assert epsilon_to_rho(0.01, 1e-6, "bs16") == pytest.approx(3.105e-06, rel=1e-3)
     assert epsilon_to_rho(10.0, 1e-6, "bs16") == pytest.approx(1.303, rel=1e-3)
 
 
-# paper_spec 6: (exact root of the code's formula, paper closed form) for a1a.t, n = 30956.
+# docs/algorithms.md §6.4: (exact root of the code's formula, paper closed form) for a1a.t, n = 30956.
 A1A_TABLE = {0.01: (1.710e-6, 1.208e-6), 0.1: (1.480e-4, 1.203e-4), 1.0: (1.2775e-2, 1.1531e-2),
              10.0: (0.96179, 0.81485)}
 
@@ -55,7 +55,7 @@ def test_official_fsolve_bug_reproduced():
     assert epsilon_to_rho(1.0, delta, "official-fsolve") == pytest.approx(
         epsilon_to_rho(1.0, delta, "bs16"), rel=1e-8)
     assert not official_fsolve_failed(1.0, delta)
-    # rho = 1e-3 really costs about epsilon 0.27 (paper_spec 6)
+    # rho = 1e-3 really costs about epsilon 0.27 (docs/algorithms.md §6.3)
     assert 0.24 < rho_to_epsilon(1e-3, delta, "bs16") < 0.29
 
 

@@ -1,4 +1,4 @@
-"""Issue 6 part 5: two uninterrupted pipeline runs of a tiny config give identical result tables.
+"""Two uninterrupted pipeline runs of a tiny config give identical result tables.
 
 Compared after dropping
 

@@ -1,4 +1,4 @@
-"""Issue 6 part 4: SIGKILL the pipeline at seeded random points, rerun, get the uninterrupted tables.
+"""SIGKILL the pipeline at seeded random points, rerun, get the uninterrupted tables.
 
 The tiny config of ``tests/test_determinism.py`` is started up to three times and each time the
 whole process group (Snakemake and the job processes it started) is SIGKILLed a seeded random delay

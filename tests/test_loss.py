@@ -84,7 +84,7 @@ def test_qu_coefficient_near_zero_is_one_quarter():
     q = qu_coefficient(m)
     assert q[0] == 0.25 and q[1] == pytest.approx(0.25, abs=1e-15)
     np.testing.assert_allclose(q[3:], exact, rtol=1e-9)
-    # the form (sigma(m) - 1/2)/m of paper_spec 1.1 agrees with tanh(m/2)/(2m) away from 0
+    # the form (sigma(m) - 1/2)/m (docs/algorithms.md §1.1) agrees with tanh(m/2)/(2m) away from 0
     m = np.linspace(0.01, 50, 200)
     np.testing.assert_allclose(qu_coefficient(m), (special.expit(m) - 0.5) / m, rtol=1e-12)
 

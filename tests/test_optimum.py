@@ -42,7 +42,7 @@ def a1a_problem(shared_datasets, tmp_path_factory):
 
 
 def test_a1a_known_answers_v2(a1a_problem):
-    """paper_spec 10: min loss 0.3256182817, tr H(w*) = 0.10374, lambda_max H(w*) = 0.00901."""
+    """docs/algorithms.md §10: min loss 0.3256182817, tr H(w*) = 0.10374, lambda_max H(w*) = 0.00901."""
     p = a1a_problem["v2"]
     assert (p.n, p.d) == (30956, 124)
     assert p.loss(np.zeros(p.d)) == pytest.approx(np.log(2.0), rel=1e-14)

@@ -1,7 +1,7 @@
-"""Property tests: no released quantity moves by more than its stated sensitivity (issue 6 part 2).
+"""Property tests: no released quantity moves by more than its stated sensitivity.
 
 Neighbouring relation. The paper's relation is add/remove one record [P Def. 3.1] and the code treats
-the record count n as public (paper_spec 6): every released mean is a *sum over the records divided
+the record count n as public (docs/algorithms.md §6.1): every released mean is a *sum over the records divided
 by the public n*. So for a pair D ~ D' the quantities of both datasets are normalised by the same
 N = n (the public count of D):
 

@@ -1,4 +1,4 @@
-"""Private cubic-regularised Newton (Algorithms 1-2, Theorem 4.2 of the paper) [paper_spec 5].
+"""Private cubic-regularised Newton (Algorithms 1-2, Theorem 4.2 of the paper, P §4) [docs/algorithms.md §5].
 
 Problem. The paper's theory needs a Lipschitz, smooth, Hessian-Lipschitz, mu-strongly convex loss
 on a convex set W of diameter D. We use the L2-regularised logistic loss on the ball
@@ -29,7 +29,7 @@ adding/removing one example changes it by (grad f(w_t; z) + hess f(w_t; z) u)/n,
 <= (L0 + L1 D)/n. Each of the N releases gets rho~/N (charged to the ledger, so the ledger sums
 to rho): sigma = ((L0 + L1 D)/n) / sqrt(2 rho~/N).
 
-Two fixes to the algorithm as extracted from the paper (paper_spec 5, D11):
+Two fixes to the algorithm as extracted from the paper (docs/algorithms.md §5.2):
 
 1. sigma^2 = N (L0 + L1 D)^2 / (2 rho~ n^2): the extracted text omits n^2, but the gradient of the
    average loss has sensitivity (L0 + L1 D)/n, and without n^2 the noise would not shrink with n

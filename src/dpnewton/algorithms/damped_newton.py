@@ -1,6 +1,6 @@
 """Damped private Newton of Avella-Medina, Bradshaw & Loh ("[Medina21]") as the paper runs it.
 
-[P section 6, Baseline 3; paper_spec 4.1, the released code]: per iteration, with
+[P section 6, Baseline 3; docs/algorithms.md §4.1, the released code]: per iteration, with
 rho_g = g_f rho/T and rho_H = (1 - g_f) rho/T (g_f = 0.7):
 
 * g~ = grad(w) + reg w + N(0, s_g^2 I), s_g = (1/n)/sqrt(2 rho_g)   (sensitivity 1/n);

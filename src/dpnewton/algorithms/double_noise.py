@@ -1,6 +1,6 @@
 """Newton with double noise: Algorithm 3 of the paper and its adaptive-lambda variant.
 
-Per iteration t of T, with rho_t = rho/T [paper_spec 2.3, the released code]:
+Per iteration t of T, with rho_t = rho/T [docs/algorithms.md §2.3, the released code]:
 
 1. rho_g = g_f rho_t, rho_H = (1 - g_f) rho_t, rho_tr = f_tr rho_H, rho_dir = (1 - f_tr) rho_H;
 2. noisy gradient  g~ = grad(w) + reg w + N(0, s_g^2 I),  s_g = (1/n)/sqrt(2 rho_g)  (sensitivity 1/n);
@@ -78,7 +78,7 @@ class DoubleNoiseConfig:
 
 
 def adaptive_lambda(noisy_trace: float, n: int, rho_dir: float, cfg: DoubleNoiseConfig) -> float:
-    """lambda_t from the clamped, scaled noisy trace tau~ (paper_spec 2.3 step 5)."""
+    """lambda_t from the clamped, scaled noisy trace tau~ (docs/algorithms.md §2.3 step 5)."""
     base = np.cbrt(noisy_trace / (n * n * rho_dir))
     if cfg.constants == "v1":
         return float(base + V1_LAMBDA_OFFSET)

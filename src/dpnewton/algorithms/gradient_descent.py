@@ -3,10 +3,10 @@
 Both release the mean gradient (L2 sensitivity 1/n: each projected row has norm <= 1 and the
 per-example gradient sigma(-m_i) z_i has norm <= 1) once per iteration with rho_t = rho/T.
 
-* DP-GD [P section 4, Baseline 1; paper_spec 3.1]: w <- w - eta (grad(w) + N(0, s^2 I)) with
+* DP-GD [P sections 4 and 6, Baseline 1; docs/algorithms.md §3.1]: w <- w - eta (grad(w) + N(0, s^2 I)) with
   eta = 1/L1 = 4 (the logistic loss is 1/4-smooth on the unit ball) and s = (1/n)/sqrt(2 rho/T);
   the released code uses the gradient without regulariser.
-* DP-GD-Oracle [P section 6; paper_spec 3.2]: g~ = grad(w) + reg w + N(0, s^2 I); the step is
+* DP-GD-Oracle [P section 6; docs/algorithms.md §3.2]: g~ = grad(w) + reg w + N(0, s^2 I); the step is
   chosen by a line search on the *exact* loss, which is **not private** (it is the paper's oracle
   baseline). ``line_search="armijo"`` is the official code's backtracking (t from 100, x0.95,
   Armijo constant 0.4, floor 1e-6; accepts the first t with l(w - t g~) < l(w) - 0.4 t <g~, grad>);
@@ -83,7 +83,7 @@ ARMIJO_CANDIDATES = _armijo_candidates()
 
 def armijo_step(phi, phi0: float, slope: float) -> float:
     """Official backtracking: the first t_k = 100 * 0.95^k with phi(t_k) < phi0 - 0.4 t_k slope
-    (paper_spec 3.2); the first t below the floor 1e-6 if none passes.
+    (docs/algorithms.md §3.2); the first t below the floor 1e-6 if none passes.
 
     phi(t) = l(w - t g~) is convex in t (logistic loss plus ridge along a line), so
     h(t) = phi(t) - phi0 + 0.4 t slope is convex with h(0) = 0 and h'(0) = -0.6 slope: the t that

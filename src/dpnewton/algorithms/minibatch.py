@@ -7,12 +7,12 @@ ledger as one event. Batches are Poisson samples drawn from the run's own Genera
 (``rng.random(n) < q``); sums are normalised by the *expected* batch size, so the per-example
 sensitivity does not depend on the realised batch, and an empty batch gives a zero sum, not NaN.
 
-DP-SGD [paper_spec 3.3] (``dp-sgd``), q = b/n:
+DP-SGD [docs/algorithms.md §3.3] (``dp-sgd``), q = b/n:
     w <- w - step * (sum_{i in B} grad f_i(w) + N(0, z^2 I)) / b,   step = 4 = 1/L1.
     Each per-example gradient has norm <= 1 (||z_i|| <= 1), so the sum has sensitivity 1 and the
     noise multiplier is z. T steps are T Poisson-subsampled Gaussian releases.
 
-Minibatch double-noise Newton [paper_spec 3.4, V2 ``update_rule_stochastic``]
+Minibatch double-noise Newton [docs/algorithms.md §3.4, V2 ``update_rule_stochastic``]
 (``minibatch-{hess,qu}-{clip,add}``), fixed lambda, q_g = b_g/n, q_h = b_h/n:
     g~  = (sum_{B_g} grad f_i + N(0, z_g^2 I)) / b_g
     H_B = sum_{B_h} SOI_i / b_h             (Hessian or quadratic upper bound; no regulariser)

@@ -5,7 +5,7 @@ For a PSD matrix H = sum_i lambda_i u_i u_i^T:
 * ``clip``: Psi(H) = sum_i max(lambda, lambda_i) u_i u_i^T, inverted through one ``eigh``;
 * ``add``:  Psi(H) = H + lambda I, solved by Cholesky.
 
-Sensitivity (paper_spec 2.2, the bound behind sigma_2 of Algorithm 3): when one of m records is
+Sensitivity (docs/algorithms.md §2.2, the bound behind sigma_2 of Algorithm 3): when one of m records is
 added or removed, the SOI changes by a PSD rank-one term of norm <= 1/(4m) (Remark 5.3) and
 
     || Psi(H)^-1 g - Psi(H')^-1 g || <= ||g|| / (4 m lambda^2 - lambda)   (clip, needs lambda > 1/(4m))

@@ -1,4 +1,4 @@
-"""The non-private optimum w*, loss* of the unregularised logistic loss on Z [paper_spec 8].
+"""The non-private optimum w*, loss* of the unregularised logistic loss on Z [docs/algorithms.md §8].
 
 Newton's method from w = 0 with a backtracking (halving, Armijo 1e-4) line search, until
 ||grad|| <= tol (default 1e-10). The Hessian of a real dataset is often singular (collinear

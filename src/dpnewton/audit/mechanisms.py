@@ -71,7 +71,7 @@ def noise_factor(broken: str, quantity: str) -> float:
 
     ``half-noise`` 1/2 and ``tenth-noise`` 1/10 for every release; ``wrong-sensitivity`` 1/4 for the
     gradient-type releases (:data:`GRADIENT_QUANTITIES`: noise for the SOI bound 1/(4n) instead of
-    the gradient's 1/n, paper_spec 6), other releases untouched.
+    the gradient's 1/n, docs/algorithms.md §6.1), other releases untouched.
     """
     if _check_broken(broken) == "wrong-sensitivity":
         return 0.25 if quantity in GRADIENT_QUANTITIES else 1.0
@@ -207,7 +207,7 @@ def default_mechanisms() -> list[AuditMechanism]:
                                     "one full iteration: gradient, trace (adaptive lambda), direction"))
     mechs.append(AuditMechanism("damped-newton", "damped-newton", 1, {}, ("gradient-release", "output"),
                                 "gradient + Hessian release; the damped step size is not private"))
-    # --- algorithms added after the first audit ------------------------------------------------
+    # --- SOI canary, subsampled methods, AOP and cubic Newton ------------------------------------
     # SOI canary (a record orthogonal to the start): excites the trace release of the adaptive
     # lambda; trace_frac = 0.9 (a production option) gives the trace enough budget to be auditable.
     for name in ("hess-clip", "qu-add"):
@@ -226,7 +226,7 @@ def default_mechanisms() -> list[AuditMechanism]:
                                     "T=1, Poisson q = 5/51 for gradient and SOI batches, RDP-calibrated pair",
                                     canary="zero", calibration="accountant"))
     # AOP: the output noise (sigma_out ~ 0.59 for n = 50) swamps the output; the perturbed minimiser
-    # before it is the objective-perturbation release with its own claim eps_obj (paper_spec 4.2).
+    # before it is the objective-perturbation release with its own claim eps_obj (docs/algorithms.md §4.2).
     mechs.append(AuditMechanism("aop", "aop", 1, {}, ("output", "objective-release"),
                                 "approximate objective perturbation (BFGS to 1/n^2 + output noise)",
                                 pin_start=False, calibration="aop"))
@@ -354,7 +354,7 @@ def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: Au
 
 
 def _cubic_inner_releases(pair: CanaryPair, mech: AuditMechanism, results) -> tuple[np.ndarray, np.ndarray]:
-    """Cubic Newton (T = 1): the N inner releases, read from the production run's transcript [paper_spec 5].
+    """Cubic Newton (T = 1): the N inner releases, read from the production run's transcript [docs/algorithms.md §5].
 
     Algorithm 2 releases g^_i = m(theta_i) + sigma xi_i, m(theta) = g + H(theta - theta0)
     + (L2/2)||theta - theta0||(theta - theta0) the model gradient of this side's data, and moves to
@@ -397,7 +397,7 @@ def _cubic_inner_releases(pair: CanaryPair, mech: AuditMechanism, results) -> tu
 
 
 def _aop_objective_release(problem: LogisticProblem, pair: CanaryPair, contexts, W: np.ndarray) -> np.ndarray:
-    """AOP: <theta^, u> for the perturbed minimiser theta^ before the output noise [paper_spec 4.2].
+    """AOP: <theta^, u> for the perturbed minimiser theta^ before the output noise [docs/algorithms.md §4.2].
 
     theta^ = output - sigma_out xi_out (the last recorded draw; sigma_out from the ledger event, i.e.
     the broken variant's when patched). Checked: ||grad J(theta^)|| <= the tolerance gamma the run met,

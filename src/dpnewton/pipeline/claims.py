@@ -1,4 +1,4 @@
-"""The paper's claims, checked against our own runs (Issue 8): verdicts, numbers and reasons.
+"""The paper's claims, checked against our own runs: verdicts, numbers and reasons.
 
 Input: the aggregate tables (runs, summary, best_T, baseline, best_curves, update_costs). Runtimes
 are lone-run runtimes from the timing stage's costs (:mod:`dpnewton.pipeline.timing`). Output: a Markdown
@@ -52,7 +52,7 @@ FIG1_MARGIN = 1.5          # Figure 1: DP-GD's loss at ours' runtime must exceed
 UNBOUNDED_RUNTIME = 1e6    # runtime factor that stands for "run on without limit" in the cap check
 #: relative timing noise the runtime verdicts (Table 1 cells, C2, C3) are checked against: three timing
 #: stages of config/claims.yaml within an hour on one idle 2-core VM gave DP-GD / Hess-clip cost ratios
-#: up to 25 % apart (protein 0.206, 0.246, 0.257; 2026-12-01): memory-bound DP-GD and compute-bound
+#: up to 25 % apart (protein 0.206, 0.246, 0.257): memory-bound DP-GD and compute-bound
 #: Hess-clip react differently to the host's load
 TIMING_TOLERANCE = 0.25
 
@@ -721,7 +721,7 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
          "fsolve fails and returns rho = 1e-3, i.e. about epsilon 0.27 at these n; at larger epsilon its rho "
          "equals a's and a's runs are reused);",
          f"* **c** - tight accounting, `{conv['c']}` (exact Gaussian-DP curve).", "",
-         "AOP is calibrated to (epsilon, delta) directly (paper_spec 4.2), not through rho, so its rows are "
+         "AOP is calibrated to (epsilon, delta) directly (docs/algorithms.md §4.2), not through rho, so its rows are "
          "the same under every conversion: a, b and c differ only for the other algorithms.", "",
          f"Datasets: {', '.join(p.get('datasets', sorted(baseline['dataset'])))}; epsilons "
          f"{', '.join(map(str, p.get('epsilons', [])))}; delta = n^-2; {p.get('n_seeds', '?')} seeds. "

@@ -1,6 +1,6 @@
 """Calibration of Poisson-subsampled Gaussian mechanisms to a target (epsilon, delta).
 
-DP-SGD and the minibatch double-noise Newton methods [paper_spec 3.3-3.4] add Gaussian noise to
+DP-SGD and the minibatch double-noise Newton methods [docs/algorithms.md §3.3-3.4] add Gaussian noise to
 quantities computed on Poisson-sampled batches. Amplification by subsampling is not additive in
 rho, so these runs are not charged per release in zCDP; instead the noise multipliers are
 calibrated up front with a Renyi-DP (RDP) accountant and the calibration is recorded in the run's
@@ -18,7 +18,8 @@ Accountant
     ``dp_accounting.rdp.rdp_privacy_accountant.compute_epsilon`` converts to (epsilon, delta)
     with the improved bound of Canonne, Kamath & Steinke 2020 (Prop. 12), minimised over the grid.
 
-Order grid (:data:`DEFAULT_ORDERS`, the "dense grid" lesson of ecosystem_notes 3.1)
+Order grid (:data:`DEFAULT_ORDERS`; dp-accounting's default grid is too coarse for small budgets,
+    docs/algorithms.md §6.5)
     fractional 1.05, 1.10, ..., 10.95 (non-integers), every integer 2..256, then ~150
     geometrically spaced integers up to 2e4 (enough for epsilon >= 0.01 at delta >= 1e-12). The optimal order of every (q, z, T) we calibrate
     is recorded; an optimum at the upper grid edge is flagged in the event.

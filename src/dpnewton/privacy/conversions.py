@@ -10,7 +10,7 @@ of every run, so it is a recorded, named choice (``conversion``):
     [P Def. 3.1 remark; BS16 Lemma 3.5]. Conservative.
 ``"bs16"``
     the exact root in rho of epsilon = rho + sqrt(4 rho log(sqrt(pi rho)/delta)) [BS16 Lemma 3.6],
-    the equation the official code meant to solve (paper_spec section 6), solved with a bracketing
+    the equation the official code meant to solve (docs/algorithms.md §6.3), solved with a bracketing
     root finder (Brent), so it never fails silently.
 ``"cks"``
     the tight conversion of Canonne, Kamath & Steinke (2020), Proposition 12 (also Asoodeh et al.):
@@ -26,8 +26,8 @@ of every run, so it is a recorded, named choice (``conversion``):
 ``"official-fsolve"``
     reproduces the official code (``eps_to_zcdp`` in research/dp_newton/src/run.py): ``fsolve`` on
     the BS16 Lemma 3.6 equation from x0 = 1e-3. For epsilon below about 0.13 the iteration hits a
-    NaN and silently returns x0, i.e. rho = 1e-3 whatever epsilon was asked for (paper_spec
-    section 11.1). This is a privacy bug; it exists only to reproduce the published numbers.
+    NaN and silently returns x0, i.e. rho = 1e-3 whatever epsilon was asked for (docs/algorithms.md
+    §11.1). This is a privacy bug; it exists only to reproduce the published numbers.
 """
 
 from __future__ import annotations
