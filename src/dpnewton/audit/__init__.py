@@ -1,4 +1,4 @@
-"""Empirical privacy audit of the optimizers (issue 6 part 1; extended to dp-sgd, minibatch Newton,
+"""Empirical privacy audit of the optimizers (the full-batch methods, dp-sgd, minibatch Newton,
 AOP, cubic Newton and an SOI canary for the trace release).
 
 :func:`audit_mechanism` runs the production optimizer on a canary pair (D, D' = D + one record)
