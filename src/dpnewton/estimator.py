@@ -23,6 +23,7 @@ from .algorithms import ALGORITHMS, AlgorithmSpec
 from .api import fit as dp_fit
 from .experiment import DEFAULT_CONVERSION, validate_run_arguments
 from .loss import logistic_loss_terms
+from .seeding import validate_seed
 
 DEFAULT_ALGORITHM = "qu-clip"
 """Double-noise Newton with the quadratic-upper-bound SOI and clipped eigenvalues: in the claims run
@@ -105,16 +106,6 @@ def _check_data_norm(data_norm) -> float:
         raise ValueError(f"data_norm={data_norm!r} must be None or a finite number > 0 "
                          "(a public bound on the row norms)")
     return float(data_norm)
-
-
-def _check_random_state(random_state) -> int | None:
-    if random_state is None:
-        return None
-    if (isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral)
-            or random_state < 0):
-        raise ValueError(f"random_state={random_state!r} must be None (fresh randomness) or an "
-                         "integer >= 0 (a fixed seed, for benchmarking only)")
-    return int(random_state)
 
 
 class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
@@ -236,7 +227,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         _check_algorithm(self.algorithm)
         validate_run_arguments(self.epsilon, self.delta, self.iterations, self.conversion)
         data_norm = _check_data_norm(self.data_norm)
-        seed = _check_random_state(self.random_state)
+        seed = validate_seed(self.random_state, "random_state")
         if self.hyper is not None and not isinstance(self.hyper, dict):
             raise ValueError(f"hyper={self.hyper!r} must be None or a dict of hyper-parameters")
         X, y = validate_data(self, X, y, dtype=np.float64)

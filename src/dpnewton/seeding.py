@@ -29,13 +29,13 @@ def canonical_epsilon(epsilon: float) -> str:
     return repr(float(epsilon))
 
 
-def validate_seed(seed) -> int | None:
-    """None (fresh OS entropy) or an integer >= 0; anything else is a ValueError naming it."""
+def validate_seed(seed, name: str = "seed") -> int | None:
+    """None (fresh OS entropy) or an integer >= 0; anything else is a ValueError naming ``name``."""
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed={seed!r} must be None (fresh randomness) or an integer >= 0 "
-                         "(reproducible, for benchmarking only)")
+        raise ValueError(f"{name}={seed!r} must be None (fresh randomness) or an integer >= 0 "
+                         "(a fixed seed, for benchmarking only)")
     return int(seed)
 
 
