@@ -247,3 +247,48 @@ def test_cell_stability_and_reset_fraction():
     assert out["reset_iteration_fraction"].iloc[0] == pytest.approx(2 / 16)
     s = agg.summarize(runs)
     assert s["reset_fraction"].iloc[0] == pytest.approx(2 / 16)
+
+
+def test_metrics_are_reported_at_the_T_chosen_on_excess_loss():
+    # T = 2 has the lower (training) excess loss, T = 1 the better test metrics: T = 2 is reported
+    runs = make_runs({("s", "a", 1.0, 1): [2.0, 2.0], ("s", "a", 1.0, 2): [1.0, 1.0]})
+    runs["train_accuracy"] = [0.6, 0.7, 0.8, 0.9]
+    runs["test_accuracy"] = [0.9, 0.95, 0.5, 0.7]
+    runs["test_log_loss"] = [0.3, 0.4, 0.6, 0.8]
+    summary = agg.summarize(runs)
+    t2 = summary[summary["iterations"] == 2].iloc[0]
+    assert t2["train_accuracy_mean"] == pytest.approx(0.85) and t2["test_accuracy_mean"] == pytest.approx(0.6)
+    assert t2["test_log_loss_se"] == pytest.approx(np.std([0.6, 0.8]) / math.sqrt(2))
+    best = agg.best_t(summary)
+    assert best.loc[0, "best_T"] == 2 and best.loc[0, "test_accuracy_mean"] == pytest.approx(0.6)
+    opt = {"dataset": "s", "n": 80, "n_test": 20, "holdout": 0.2, "loss_opt": 0.3, "train_accuracy": 0.91,
+           "test_accuracy": 0.88, "test_log_loss": 0.35}
+    h = agg.heldout_table(best, [opt])
+    assert len(h) == 1 and h.loc[0, "best_T"] == 2
+    assert h.loc[0, "test_log_loss_mean"] == pytest.approx(0.7) and h.loc[0, "optimum_test_accuracy"] == 0.88
+    assert (h.loc[0, "n_train"], h.loc[0, "n_test"], h.loc[0, "holdout"]) == (80, 20, 0.2)
+    assert "non-private" in h.loc[0, "selection"]
+    # without a holdout there is nothing to report
+    with pytest.raises(ValueError, match="without a holdout"):
+        agg.heldout_table(best, [{"dataset": "s", "n": 100, "loss_opt": 0.3}])
+    with pytest.raises(ValueError, match="no held-out metrics"):
+        agg.heldout_table(agg.best_t(agg.summarize(runs.drop(columns=["test_accuracy"]))), [opt])
+    # rows without metrics (hand-made, older) give the same tables as before
+    plain = agg.summarize(runs.drop(columns=["train_accuracy", "test_accuracy", "test_log_loss"]))
+    assert not any(c.startswith(("train_", "test_")) for c in plain.columns)
+
+
+def test_holdout_enters_the_job_specs_only_when_on():
+    from dpnewton.pipeline.config import protocol_summary
+
+    off = expand(_cfg())
+    for value in (None, 0):
+        same = expand(_cfg(holdout=value))
+        assert same.holdout is None
+        assert [config_hash(j.spec) for j in same.jobs] == [config_hash(j.spec) for j in off.jobs]
+        assert "holdout" not in protocol_summary(same)
+    on = expand(_cfg(holdout=0.2))
+    assert on.holdout == 0.2 and all(j.spec["holdout"] == 0.2 for j in on.jobs)
+    assert protocol_summary(on)["holdout"]["fraction"] == 0.2
+    with pytest.raises(ValueError, match="holdout"):
+        expand(_cfg(holdout=1.0))

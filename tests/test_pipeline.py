@@ -41,7 +41,7 @@ def test_tables_schema_and_provenance(run_dir):
     mirror = pd.read_csv(run_dir / "results/tables/runs.csv")
     assert len(runs) == len(mirror) > 0
     for col in ["dataset", "algorithm", "epsilon", "delta", "conversion", "rho", "iterations", "seed",
-                "excess_loss", "runtime_s", "ledger_rho_total", "config_hash", "package_version",
+                "excess_loss", "train_accuracy", "runtime_s", "ledger_rho_total", "config_hash", "package_version",
                 "git_revision", "n", "loss_opt"]:
         assert col in runs.columns, col
     z = runs[runs["privacy_check"] == "zcdp-ledger"]
@@ -57,6 +57,10 @@ def test_tables_schema_and_provenance(run_dir):
     expected = {"synthetic"} | ({"a1a"} if SHARED_A1A.exists() else set())
     assert set(runs["dataset"]) == expected
     assert runs["algorithm"].nunique() >= 7
+    assert runs["train_accuracy"].between(0, 1).all()
+    # no holdout in config/test.yaml: no held-out columns, no held-out table
+    assert not {"test_accuracy", "test_log_loss", "n_test"} & set(runs.columns)
+    assert not (run_dir / "results/tables/heldout.csv").exists()
 
 
 def test_best_t_is_argmin_of_mean(run_dir):

@@ -37,6 +37,19 @@ rule aggregate:
         edges_md="results/tables/best_T_edges.md",
         protocol="results/tables/protocol.json",
         best_curves="results/tables/best_curves.parquet",
+        # with a holdout: held-out metrics at best T (heldout_parquet comes with TABLES)
+        **(
+            {
+                "heldout_csv": report(
+                    "results/tables/heldout.csv",
+                    caption="../report/heldout.rst",
+                    category="Tables",
+                    labels={"table": "held-out metrics at best T"},
+                )
+            }
+            if HOLDOUT is not None
+            else {}
+        ),
     log:
         "logs/aggregate.log",
     params:

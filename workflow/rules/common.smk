@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from dpnewton.pipeline import config as pipecfg
 from dpnewton.pipeline import timing as pipetiming
+from dpnewton.problems import optimum_paths
 
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -24,6 +25,11 @@ STUDIES = pipecfg.studies(config)
 STUDY = STUDIES[0] if STUDIES else {}
 CLAIMS = config.get("claims") or {}
 TIMING = config.get("timing") or {}
+# test fraction of every dataset (dpnewton.holdout); None = off
+HOLDOUT = PLAN.holdout
+# the cached non-private optimum, where dpnewton.problems looks for it (with a holdout: the
+# training split's, in files whose names hold the split)
+OPTIMUM_NPZ, OPTIMUM_JSON = (str(p) for p in optimum_paths("results/data/{dataset}.npz", HOLDOUT))
 
 
 wildcard_constraints:
@@ -83,9 +89,12 @@ TIMED = timed_configurations()
 
 
 def timing_spec(wildcards):
-    return {"dataset": wildcards.dataset, "configurations": TIMED, "repeats": TIMING.get("repeats", 5),
+    spec = {"dataset": wildcards.dataset, "configurations": TIMED, "repeats": TIMING.get("repeats", 5),
             "seconds_per_run": TIMING.get("seconds_per_run", 0.5), "epsilon": TIMING.get("epsilon", 1.0),
             "conversion": PRIMARY, "delta": config.get("delta")}
+    if HOLDOUT is not None:
+        spec["holdout"] = HOLDOUT
+    return spec
 
 
 def all_timings():
@@ -93,7 +102,7 @@ def all_timings():
 
 
 def all_optima():
-    return expand("results/data/{dataset}.optimum.json", dataset=DATASETS)
+    return expand(OPTIMUM_JSON, dataset=DATASETS)
 
 
 def present(names):
@@ -119,6 +128,8 @@ def figure_names():
         names.append("fig4_minibatch")
     if len(PLAN.conversions()) > 1:
         names.append("fig5_conversions")
+    if HOLDOUT is not None:
+        names.append("fig6_heldout")
     return names
 
 
@@ -127,6 +138,8 @@ def figure_files(folder="results/figures"):
 
 
 TABLES = ["runs", "summary", "best_T", "baseline", "update_costs", "table1", "table1_long"]
+if HOLDOUT is not None:
+    TABLES.append("heldout")
 
 
 def table_files():

@@ -14,3 +14,25 @@ rule optimum:
         "../../envs/dpnewton.yaml"
     script:
         "../scripts/optimum.py"
+
+
+if HOLDOUT is not None:
+
+    rule optimum_holdout:
+        input:
+            npz="results/data/{dataset}.npz",
+            meta="results/data/{dataset}.json",
+        output:
+            # the training split's optimum, in files whose names hold the split (dpnewton.problems.optimum_paths)
+            npz=OPTIMUM_NPZ,
+            json=OPTIMUM_JSON,
+        log:
+            "logs/optimum_holdout/{dataset}.log",
+        params:
+            holdout=HOLDOUT,
+        message:
+            "Non-private optimum of the training split of {wildcards.dataset} (holdout {params.holdout})"
+        conda:
+            "../../envs/dpnewton.yaml"
+        script:
+            "../scripts/optimum_holdout.py"

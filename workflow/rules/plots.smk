@@ -162,3 +162,37 @@ rule fig5_conversions:
         "../../envs/dpnewton.yaml"
     script:
         "../scripts/figure.py"
+
+
+if HOLDOUT is not None:
+
+    rule fig6_heldout:
+        input:
+            heldout="results/tables/heldout.parquet",
+        output:
+            [
+                report(
+                    f"results/figures/fig6_heldout.{ext}",
+                    caption="../report/fig6_heldout.rst",
+                    category="Figures",
+                    labels={"figure": "Figure 6: held-out test metrics", "format": ext},
+                )
+                for ext in FORMATS
+            ],
+        log:
+            "logs/figures/fig6_heldout.log",
+        params:
+            figure="fig6_heldout",
+            figures=FIG,
+            conversion=PRIMARY,
+            conversions=PLAN.conversions(),
+            study=STUDY,
+            privacy_utility=privacy_utility_algorithms(),
+            minibatch=minibatch_algorithms(),
+        message:
+            "Figure 6: held-out test metrics"
+        localrule: True
+        conda:
+            "../../envs/dpnewton.yaml"
+        script:
+            "../scripts/figure.py"

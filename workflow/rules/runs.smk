@@ -2,8 +2,8 @@ rule run_job:
     input:
         npz="results/data/{dataset}.npz",
         meta="results/data/{dataset}.json",
-        optimum="results/data/{dataset}.optimum.npz",
-        optimum_json="results/data/{dataset}.optimum.json",
+        optimum=OPTIMUM_NPZ,
+        optimum_json=OPTIMUM_JSON,
     output:
         rows="results/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.csv",
         curves="results/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.curves.parquet",

@@ -2,7 +2,7 @@ rule time_updates:
     input:
         npz="results/data/{dataset}.npz",
         meta="results/data/{dataset}.json",
-        optimum="results/data/{dataset}.optimum.npz",
+        optimum=OPTIMUM_NPZ,
     output:
         "results/timing/{dataset}.csv",
     log:

@@ -8,6 +8,9 @@ All functions take and return pandas frames so they can be unit-tested on hand-m
 * Best T per (dataset, algorithm, conversion, epsilon) = argmin over the T grid of the mean
   last-iterate excess loss over seeds; ties go to the smaller T; non-finite means never win.
   This uses the excess loss itself, so it is *non-private* tuning (as in the paper).
+* Accuracies and the test log-loss (``train_accuracy``, and with a holdout ``test_accuracy`` and
+  ``test_log_loss``) are summarised like the excess loss, and reported at the best T chosen on
+  the (training) excess loss: they play no part in the selection.
 * ``edge`` is ``high`` for a best T equal to the largest grid value and ``low`` for the smallest
   one when it is above 1 (grids with more than one value only); ``at_edge`` flags both: the grid
   may be too narrow there. A best T = 1 at the bottom of the grid is ``min`` and not an edge:
@@ -26,6 +29,10 @@ GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
 SELECTION = "non-private: argmin over T of mean excess loss over seeds"
 SE_DDOF = 0
 LEDGER_RTOL = 1e-9
+#: per-run metrics summarised as <name>_mean and <name>_se when the rows have them
+METRICS = ["train_accuracy", "test_accuracy", "test_log_loss"]
+HELDOUT_COLUMNS = GROUP + ["best_T", "n_seeds", "excess_loss_mean", "excess_loss_se", "train_accuracy_mean",
+                           "test_accuracy_mean", "test_accuracy_se", "test_log_loss_mean", "test_log_loss_se"]
 
 
 #: text columns of the job CSVs (read as strings: a hex hash like "1234e5" must not become a float)
@@ -112,6 +119,10 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     for col in ("base_algorithm", "hyper"):
         if col in runs:
             out[col] = g[col].first().to_numpy()
+    for col in METRICS:
+        if col in runs:
+            out[f"{col}_mean"] = g[col].agg(_mean).to_numpy()
+            out[f"{col}_se"] = g[col].agg(_se).to_numpy()
     return out
 
 
@@ -174,6 +185,28 @@ def add_cell_stability(best: pd.DataFrame, runs: pd.DataFrame, baseline: pd.Data
     g = g.drop(columns=["_resets", "_iters"])
     out = best.drop(columns=[c for c in ("unstable_fraction", "reset_iteration_fraction") if c in best])
     return out.merge(g, on=GROUP, how="left")
+
+
+def heldout_table(best: pd.DataFrame, optima: list[dict]) -> pd.DataFrame:
+    """Held-out metrics per (dataset, algorithm, conversion, epsilon) at the cell's best T.
+
+    Best T is the one :func:`best_t` selected on the training excess loss (non-private). Per
+    dataset, the holdout fraction, the split sizes and the non-private optimum's (fitted on the
+    training split) train/test accuracy and test log-loss, from the optimum summaries, are the
+    reference a private method is compared with.
+    """
+    missing = [o.get("dataset") for o in optima if "test_log_loss" not in o]
+    if missing:
+        raise ValueError(f"the optima of {missing} have no held-out metrics: they were computed without a holdout")
+    ref = pd.DataFrame([{"dataset": o["dataset"], "holdout": o["holdout"], "n_train": o["n"], "n_test": o["n_test"],
+                         "optimum_train_accuracy": o["train_accuracy"], "optimum_test_accuracy": o["test_accuracy"],
+                         "optimum_test_log_loss": o["test_log_loss"]} for o in optima])
+    absent = [c for c in HELDOUT_COLUMNS if c not in best]
+    if absent:
+        raise ValueError(f"the best-T table has no {absent}: the run rows carry no held-out metrics")
+    out = best[HELDOUT_COLUMNS].merge(ref, on="dataset", how="left")
+    out["selection"] = SELECTION + " (training split)"
+    return out.sort_values(GROUP).reset_index(drop=True)
 
 
 def trivial_baseline(optima: list[dict]) -> pd.DataFrame:

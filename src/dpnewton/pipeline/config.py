@@ -4,6 +4,8 @@ A *job* is one (dataset, algorithm, conversion, epsilon, seed chunk); it runs ev
 chunk times every T of the algorithm's grid (see ``docs/pipeline.md`` for why). Everything that
 determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``config_hash`` column
 of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
+A ``holdout`` enters the specs (and the protocol) only when it is on, so the jobs of a config
+without one keep their hashes.
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ class Plan:
     jobs: list[Job]
     curve_epsilons: list[str]
     warnings: list[str]
+    holdout: float | None = None     # test fraction of every dataset (:mod:`dpnewton.holdout`); None = off
 
     @property
     def job_index(self) -> dict[tuple, Job]:
@@ -236,9 +239,12 @@ def curve_epsilons(cfg: dict) -> list[str]:
 
 def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: bool = True) -> Plan:
     """Expand a validated config into the job list (see module docstring)."""
+    from ..holdout import holdout_fraction
+
     if registry is None:
         from ..algorithms import ALGORITHMS as registry
     warnings: list[str] = []
+    holdout = holdout_fraction(cfg.get("holdout"))
     data_dir = resolve_data_dir(cfg.get("data_dir"), base_dir)
     datasets, dropped = {}, {}
     for name, entry in cfg["datasets"].items():
@@ -312,14 +318,20 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
                 "extend": extension_spec(cfg, algos[alg], e),
                 "curves_max_points": max_points if e in curves else 0,
             }
+            if holdout is not None:
+                spec["holdout"] = holdout
             jobs.append(Job(ds, alg, conv, e, label, spec))
-    return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings)
+    return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout)
 
 
 def protocol_summary(plan: Plan) -> dict:
     """The protocol facts the report and tables state (epsilon grid, delta rule, ...)."""
     cfg = plan.config
     seeds = seed_list(cfg["seeds"])
+    holdout = {} if plan.holdout is None else {"holdout": {
+        "fraction": plan.holdout,
+        "split": "once per dataset, seeded from its name; runs, optimum and excess loss use the training "
+                 "split, test_accuracy / test_log_loss the test split"}}
     return {
         "datasets": list(plan.datasets), "dropped_datasets": plan.dropped,
         "epsilons": [eps_label(e) for e in cfg["epsilons"]],
@@ -336,6 +348,7 @@ def protocol_summary(plan: Plan) -> dict:
         "selection": "best T = argmin over the T grid of the mean last-iterate excess loss over seeds "
                      "(non-private tuning, as in the paper)",
         "n_jobs": len(plan.jobs), "config_hash": config_hash(cfg),
+        **holdout,
     }
 
 

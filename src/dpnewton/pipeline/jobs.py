@@ -3,7 +3,9 @@
 Writes (atomically, via :mod:`dpnewton.io`)
 
 * ``rows``: a CSV with one row per run (``head``-readable), the :func:`result_record` columns plus
-  provenance (config hash, package version, git revision, n, d, loss*, hyper-parameters);
+  provenance (config hash, package version, git revision, n, d, loss*, hyper-parameters); with a
+  ``holdout`` in the spec the runs see only the training split (:mod:`dpnewton.holdout`), and rows
+  add ``holdout``, ``n_test``, ``test_accuracy`` and ``test_log_loss`` of the final iterate;
 * ``curves``: a parquet file of per-iterate excess loss and cumulative update time, downsampled
   to at most ``curves_max_points`` iterates per run (empty when the spec stores no curves).
 
@@ -80,16 +82,19 @@ def _flatten(record: dict) -> dict:
 
 def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: str | Path) -> pd.DataFrame:
     """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.config.expand`)."""
-    from ..problems import load_problem_from_prepared
+    from ..problems import load_split_from_prepared
 
     t0 = time.perf_counter()
-    problem = load_problem_from_prepared(Path(prepared))
+    problem, test = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"))
     prov = provenance(spec)
     Ts = [int(t) for t in spec["iterations"]]
     eps = float(spec["epsilon"])
     max_points = int(spec.get("curves_max_points", 0))
     log.info("job %s/%s/%s eps=%s seeds=%s T=%s n=%d d=%d config_hash=%s", spec["dataset"], spec["algorithm"],
              spec["conversion"], spec["eps_label"], spec["seeds"], Ts, problem.n, problem.d, prov["config_hash"])
+    if test is not None:
+        log.info("holdout %s: the runs use the %d training rows; %d test rows give the held-out metrics",
+                 spec["holdout"], problem.n, test.n)
     rows, curves = [], []
     seeds = list(spec["seeds"])
     base = spec.get("base_algorithm") or spec["algorithm"]
@@ -104,7 +109,7 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
             done = load_checkpoint(unit, key)
             resumed = done is not None
             if not resumed:
-                done = _run_unit(problem, spec, base, eps, int(seed), Ts, grid_round, prov, max_points)
+                done = _run_unit(problem, spec, base, eps, int(seed), Ts, grid_round, prov, max_points, test)
             took = time.perf_counter() - ts  # the runs (benchmarks/pipeline.py reads it), not the checkpoint write
             if not resumed:
                 with atomic_path(unit, suffix=".pkl") as tmp:
@@ -135,9 +140,12 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
 
 
 def _run_unit(problem, spec: dict, base: str, eps: float, seed: int, Ts: list[int], grid_round: int,
-              prov: dict, max_points: int) -> dict:
-    """One seed's batch of |Ts| runs -> {'rows': result rows, 'curves': downsampled curve frames}."""
+              prov: dict, max_points: int, test=None) -> dict:
+    """One seed's batch of |Ts| runs -> {'rows': result rows, 'curves': downsampled curve frames}.
+
+    ``test``: the test split's problem (holdout on), which adds the held-out metrics to each row."""
     from ..experiment import result_record, run_algorithm
+    from ..holdout import heldout_metrics
 
     rows, curves = [], []
     results = run_algorithm(problem, spec["dataset"], base, eps, [seed], Ts, delta=spec.get("delta"),
@@ -147,6 +155,8 @@ def _run_unit(problem, spec: dict, base: str, eps: float, seed: int, Ts: list[in
         rec.update({"algorithm": spec["algorithm"], "base_algorithm": base, "eps_label": spec["eps_label"],
                     "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
                     "hyper": spec.get("hyper") or {}, "grid_round": grid_round, **prov})
+        if test is not None:
+            rec.update({"holdout": float(spec["holdout"]), "n_test": test.n, **heldout_metrics(test, res.w)})
         rows.append(_flatten(rec))
         log.info("  seed %d T=%d excess_loss=%.6g runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
                  seed, res.identity.iterations, rec["excess_loss"], rec["runtime_s"], rec["rho"],

@@ -1,4 +1,5 @@
-"""Figures of the paper (1-4) plus the conversion study (5), from the aggregate tables.
+"""Figures of the paper (1-4), the conversion study (5) and, with a holdout, the held-out metrics (6),
+from the aggregate tables.
 
 Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
 epsilon). Axis labels and titles state that T was selected non-privately.
@@ -212,6 +213,44 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
     save(fig, paths)
 
 
+def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
+    """Figure 6: test accuracy and test log-loss at best T vs epsilon (log x), +-1 s.e. bands; one
+    column per dataset; the non-private optimum of the training split (and, for the log-loss, the
+    trivial w = 0) as reference lines. Best T was selected on the training excess loss."""
+    _style()
+    t = table[(table["conversion"] == conversion) & table["algorithm"].isin(algorithms)]
+    datasets = sorted(table["dataset"].unique()) or ["(none)"]
+    fig, grid = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 3.3 * 2), squeeze=False)
+    panels = [("test_accuracy", "test accuracy at best T (mean, +-1 s.e.)"),
+              ("test_log_loss", "test log-loss at best T (mean, +-1 s.e.)")]
+    for j, ds in enumerate(datasets):
+        d = t[t["dataset"] == ds]
+        ref = table[table["dataset"] == ds]
+        for i, (metric, ylabel) in enumerate(panels):
+            ax = grid[i][j]
+            for alg in algorithms:
+                a = d[d["algorithm"] == alg].sort_values("epsilon")
+                if len(a):
+                    _band(ax, a["epsilon"], a[f"{metric}_mean"], a[f"{metric}_se"], marker="o", ms=3,
+                          label=label(alg))
+            if len(ref):
+                ax.axhline(float(ref[f"optimum_{metric}"].iloc[0]), color="k", ls="--", lw=1,
+                           label="non-private optimum w* (training split)")
+            if metric == "test_log_loss":
+                ax.axhline(math.log(2.0), color="grey", ls=":", lw=1, label="trivial w=0 (ln 2)")
+            if d.empty:
+                _empty(ax)
+            ax.set_xscale("log")
+            n_test = f", {int(ref['n_test'].iloc[0])} test rows" if len(ref) else ""
+            ax.set_title(f"{ds}{n_test}")
+            ax.set_xlabel(r"privacy budget $\varepsilon$ ($\delta=n_{train}^{-2}$)")
+            ax.set_ylabel(ylabel)
+    axes = list(grid.flat)
+    _legend(fig, axes)
+    fig.suptitle(f"Held-out test metrics ({NONPRIVATE} on the training excess loss; conversion {conversion})")
+    save(fig, paths)
+
+
 def _legend(fig, axes):
     """One shared legend under the panels; room for it and for the suptitle."""
     handles, labels_ = {}, []
@@ -235,7 +274,7 @@ def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
     """Entry point of the figure rules: ``name`` is the rule name (fig1_runtime, ...)."""
     fig = params.get("figures") or {}
     conv = params["conversion"]
-    best = pd.read_parquet(inputs["best"])
+    best = pd.read_parquet(inputs["best"]) if "best" in inputs else None
     if name == "fig1_runtime":
         runtime_curves(pd.read_parquet(inputs["curves"]), pd.read_parquet(inputs["costs"]),
                        fig.get("runtime_algorithms", ["dp-gd", "hess-clip"]),
@@ -252,6 +291,8 @@ def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
         study = params.get("study") or {}
         base = pd.read_parquet(inputs["baseline"]) if "baseline" in inputs else None
         conversions(best, study.get("algorithm", "hess-clip"), params["conversions"], outputs, base)
+    elif name == "fig6_heldout":
+        heldout(pd.read_parquet(inputs["heldout"]), params["privacy_utility"], conv, outputs)
     else:
         raise ValueError(f"unknown figure {name!r}")
 

@@ -17,7 +17,8 @@ log = logging.getLogger("dpnewton.pipeline")
 
 def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: dict, conversion: str) -> dict:
     """Build and write runs, summary, best_T, baseline, update_costs, table1(_long), edges, protocol,
-    best_curves. ``timings`` are the timing rule's raw CSV files (:mod:`dpnewton.pipeline.timing`).
+    best_curves, and heldout when ``out`` names it (holdout on). ``timings`` are the timing rule's raw
+    CSV files (:mod:`dpnewton.pipeline.timing`).
 
     ``out`` maps the aggregate rule's output names (``runs_parquet``, ``runs_csv``, ...) to paths.
     """
@@ -28,13 +29,16 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
         log.warning("%d runs have a ledger total different from rho", len(bad))
     summary = agg.summarize(runs)
     best = agg.best_t(summary)
-    baseline = agg.trivial_baseline([json.loads(Path(p).read_text()) for p in optima])
+    optimum_summaries = [json.loads(Path(p).read_text()) for p in optima]
+    baseline = agg.trivial_baseline(optimum_summaries)
     best = agg.add_cell_stability(best, runs, baseline)
     base_alg, ours = table1.get("baseline", "dp-gd"), table1.get("ours", "hess-clip")
     costs = load_costs(timings)
     t1_long, t1 = agg.table1(best, cost_lookup(costs), base_alg, ours, conversion)
     frames = {"runs": runs, "summary": summary, "best_T": best, "baseline": baseline, "update_costs": costs,
               "table1": t1, "table1_long": t1_long}
+    if "heldout_parquet" in out:
+        frames["heldout"] = agg.heldout_table(best, optimum_summaries)
     for name, frame in frames.items():
         agg.write_frame(frame, out[f"{name}_parquet"], out.get(f"{name}_csv"))
     atomic_write_text(out["table1_md"], agg.table1_markdown(t1, base_alg, ours, conversion))

@@ -144,13 +144,14 @@ def lone_runtime(costs: dict[tuple[str, str], tuple[float, float]], dataset: str
 
 
 def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.DataFrame:
-    """Entry point of the timing rule: time ``spec['configurations']`` on one prepared dataset."""
+    """Entry point of the timing rule: time ``spec['configurations']`` on one prepared dataset (on its
+    training split when ``spec`` has a ``holdout``, as the run jobs)."""
     from threadpoolctl import threadpool_info
 
     from ..io import atomic_path
     from ..problems import load_problem_from_prepared
 
-    problem = load_problem_from_prepared(Path(prepared))
+    problem = load_problem_from_prepared(Path(prepared), holdout=spec.get("holdout"))
     blas = sorted({f"{i.get('internal_api')} {i.get('version')}" for i in threadpool_info()})
     log.info("timing on %s (n=%d, d=%d): %s, %d rounds, ~%.2g s per timed run, epsilon %g (%s); BLAS %s",
              spec["dataset"], problem.n, problem.d, ", ".join(spec["configurations"]), spec["repeats"],
