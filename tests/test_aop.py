@@ -1,4 +1,5 @@
-"""Approximate objective perturbation: constants, replayed noise, eps >= 10.1 cut-off, errors."""
+"""Approximate objective perturbation: constants, replayed noise and solver, one objective draw,
+no redraw on solver failure, eps >= 10.1 cut-off, errors."""
 
 import math
 
@@ -8,7 +9,7 @@ from scipy import optimize, special
 
 from dpnewton.algorithms import aop
 from dpnewton.algorithms.optimum import find_optimum
-from dpnewton.experiment import run_algorithm
+from dpnewton.experiment import make_contexts, resolve_budget, run_algorithm
 from dpnewton.loss import LogisticProblem
 from dpnewton.seeding import RunIdentity
 
@@ -37,20 +38,67 @@ def test_reference_constants():
     assert not prm["returned_zero"] and aop.aop_parameters(10.2, delta, n, 1e-6)["returned_zero"]
 
 
+def _contexts(epsilon, seeds):
+    delta, rho = resolve_budget(epsilon, None, PROBLEM.n, "bs16")
+    return make_contexts("syn", "aop", epsilon, delta, "bs16", rho, [(s, 1) for s in seeds])
+
+
 def test_output_matches_replayed_noise_and_records_split():
     res = run_algorithm(PROBLEM, "syn", "aop", 2.0, [0], [1])[0]
     ev = res.ledger.events[0]
-    assert ev["attempts"] == 1
+    assert "attempts" not in ev and ev["solver_iterations"] >= 1
     rng = RunIdentity("syn", "aop", 2.0, 0, 1).generator()
     b = ev["sigma_obj"] * rng.standard_normal(PROBLEM.d)
-    sol = optimize.minimize(aop.aop_objective(PROBLEM, ev["Lambda"], b), np.zeros(PROBLEM.d), jac=True,
-                            method="BFGS", options={"gtol": ev["gamma"], "norm": 2})
-    expected = sol.x + ev["sigma_out"] * rng.standard_normal(PROBLEM.d)
+    theta_hat, reached, steps = aop.minimize_objective(PROBLEM, ev["Lambda"], b, ev["gamma"])
+    expected = theta_hat + ev["sigma_out"] * rng.standard_normal(PROBLEM.d)
     np.testing.assert_array_equal(res.w, expected)
+    assert (reached, steps) == (ev["gradient_norm"], ev["solver_iterations"])
     for key in ("eps_obj", "eps_out", "delta_obj", "delta_out", "sigma_obj", "sigma_out", "Lambda"):
         assert key in ev
     assert res.excess_loss.shape == (2,) and res.elapsed[0] == 0.0 and res.elapsed[1] > 0
     assert math.isclose(res.excess_loss[0], PROBLEM.loss(np.zeros(PROBLEM.d)) - PROBLEM.loss_opt)
+
+
+def test_one_objective_draw_then_output_noise():
+    """The run consumes exactly two d-vectors of its generator: b (first), then the output noise."""
+    for eps in (0.01, 1.0, 10.0):
+        (ctx,) = _contexts(eps, [3])
+        res = aop.run_aop(PROBLEM, [ctx])[0]
+        ev = res.ledger.events[0]
+        rng = RunIdentity("syn", "aop", eps, 3, 1).generator()
+        b = ev["sigma_obj"] * rng.standard_normal(PROBLEM.d)
+        theta_hat = aop.minimize_objective(PROBLEM, ev["Lambda"], b, ev["gamma"])[0]
+        np.testing.assert_array_equal(res.w, theta_hat + ev["sigma_out"] * rng.standard_normal(PROBLEM.d))
+        assert ctx.rng.bit_generator.state == rng.bit_generator.state
+
+
+def test_solver_failure_raises_and_never_redraws(monkeypatch):
+    monkeypatch.setattr(aop, "MAX_NEWTON_ITERATIONS", 1)
+    (ctx,) = _contexts(1.0, [0])
+    with pytest.raises(RuntimeError, match=r"n = 1500.*not redrawn.*MAX_NEWTON_ITERATIONS"):
+        aop.run_aop(PROBLEM, [ctx])
+    rng = RunIdentity("syn", "aop", 1.0, 0, 1).generator()
+    rng.standard_normal(PROBLEM.d)
+    assert ctx.rng.bit_generator.state == rng.bit_generator.state   # one objective draw, nothing else
+    assert not ctx.ledger.events
+    b = 0.01 * np.ones(PROBLEM.d)
+    with pytest.raises(RuntimeError, match="within 0 steps"):
+        aop.minimize_objective(PROBLEM, 3.0, b, 1e-9, max_iterations=0)
+
+
+def test_reached_gradient_norm_recorded_and_within_gamma():
+    for eps in (0.01, 0.1, 1.0, 10.0):
+        for res in run_algorithm(PROBLEM, "syn", "aop", eps, [0, 1, 2], [1]):
+            ev = res.ledger.events[0]
+            assert ev["gamma"] == 1.0 / PROBLEM.n**2
+            assert 0.0 <= ev["gradient_norm"] <= ev["gamma"]
+            assert res.diagnostics["gradient_norm"] == ev["gradient_norm"]
+            assert 1 <= ev["solver_iterations"] <= aop.MAX_NEWTON_ITERATIONS
+            rng = RunIdentity("syn", "aop", eps, res.identity.seed, 1).generator()
+            b = ev["sigma_obj"] * rng.standard_normal(PROBLEM.d)
+            theta_hat = res.w - ev["sigma_out"] * rng.standard_normal(PROBLEM.d)
+            grad = aop.aop_objective(PROBLEM, ev["Lambda"], b)(theta_hat)[1]
+            assert np.linalg.norm(grad) <= ev["gamma"] * (1.0 + 1e-6)
 
 
 def test_large_epsilon_is_accurate_and_cutoff_returns_zero():
