@@ -297,7 +297,7 @@ def test_cubic_newton_correct_within_claim_and_broken_variants_flagged():
 
 
 def test_aop_objective_release_rebuilt_and_tenth_noise_flagged():
-    """The perturbed minimiser is rebuilt from output and draws (checked against the BFGS tolerance
+    """The perturbed minimiser is rebuilt from output and draws (checked against the solver tolerance
     inside the rebuild); correct AOP stays within eps_obj, AOP with a tenth of the noise exceeds epsilon."""
     ok = {r.level: r for r in audit_mechanism("aop", trials=2000, epsilon=EPS, seed=1)}
     assert ok["objective-release"].epsilon_audited_part == pytest.approx(0.99 * EPS)

@@ -228,7 +228,7 @@ def default_mechanisms() -> list[AuditMechanism]:
     # AOP: the output noise (sigma_out ~ 0.59 for n = 50) swamps the output; the perturbed minimiser
     # before it is the objective-perturbation release with its own claim eps_obj (docs/algorithms.md §4.2).
     mechs.append(AuditMechanism("aop", "aop", 1, {}, ("output", "objective-release"),
-                                "approximate objective perturbation (BFGS to 1/n^2 + output noise)",
+                                "approximate objective perturbation (Newton to 1/n^2 + output noise)",
                                 pin_start=False, calibration="aop"))
     # Cubic Newton: ball diameter 0.1, where the model-gradient sensitivity bound (L0 + L1 D)/n =
     # 1.03/n is nearly attained by the opposed canary's change 1/(n+1) (at the default D = 10 the
@@ -401,7 +401,7 @@ def _aop_objective_release(problem: LogisticProblem, pair: CanaryPair, contexts,
 
     theta^ = output - sigma_out xi_out (the last recorded draw; sigma_out from the ledger event, i.e.
     the broken variant's when patched). Checked: ||grad J(theta^)|| <= the tolerance gamma the run met,
-    with b = sigma_obj times the second-to-last draw (the objective noise of the accepted attempt).
+    with b = sigma_obj times the second-to-last draw (the objective noise, drawn once).
     """
     from ..algorithms.aop import aop_objective
 
