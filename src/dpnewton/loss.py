@@ -1,6 +1,6 @@
 """Logistic loss and its second-order information on the prepared matrix Z.
 
-Data model [P section 5; paper_spec 1.2]: records (x_i, y_i) with y_i in {-1, +1} become signed,
+Data model [P section 5; docs/algorithms.md §1.2]: records (x_i, y_i) with y_i in {-1, +1} become signed,
 projected rows z_i = y_i x_i / max(1, ||x_i||), so ||z_i|| <= 1 (the unit ball the privacy
 analysis assumes). With margins m_i = <z_i, w>:
 
@@ -8,7 +8,7 @@ analysis assumes). With margins m_i = <z_i, w>:
 * gradient  g(w)    = -(1/n) sum_i sigma(-m_i) z_i               (sigma = scipy.special.expit)
 * Hessian   H(w)    = (1/n) sum_i sigma(m_i) sigma(-m_i) z_i z_i^T
 * QU SOI    H_qu(w) = (1/n) sum_i q(m_i) z_i z_i^T,  q(m) = tanh(m/2)/(2m) = (sigma(m) - 1/2)/m,
-  q(0) = 1/4, the global quadratic upper bound of Lemma 5.1 [P section 5.3].
+  q(0) = 1/4, the global quadratic upper bound of Lemma 5.1 [P section 5].
 
 Both SOIs are sums of PSD rank-one terms with eigenvalue <= 1/4 (Remark 5.3), which gives the
 sensitivities used in the optimizers. A minibatch is a problem of its own, :meth:`LogisticProblem.batch`:
@@ -122,7 +122,7 @@ class LogisticProblem:
 
     @classmethod
     def from_xy(cls, X: np.ndarray, y: np.ndarray, name: str = "data") -> "LogisticProblem":
-        """z_i = y_i x_i / max(1, ||x_i||) (paper_spec 1.2: per-row projection onto the unit ball)."""
+        """z_i = y_i x_i / max(1, ||x_i||) (docs/algorithms.md §1.2: per-row projection onto the unit ball)."""
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if X.ndim != 2 or y.shape != (X.shape[0],):

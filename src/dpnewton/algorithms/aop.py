@@ -1,4 +1,4 @@
-"""Approximate Objective Perturbation (AOP; Iyengar et al. 2019) [paper_spec 4.2].
+"""Approximate Objective Perturbation (AOP; Iyengar et al. 2019) [P section 6; docs/algorithms.md §4.2].
 
 Constants of the reference implementation (``approximate_minima_perturbation.py`` of the dpml
 benchmark, used by the paper's V1 driver): L = 1, r = 2 (GLM), beta = 1, eps_frac = 0.9,
@@ -17,7 +17,7 @@ Departures from the reference (documented choices):
 
 * it runs on the same signed, projected rows Z as every other optimizer, loss
   (1/n) sum log(1 + exp(-<z_i, theta>)), so the L = 1 (and beta = 1 >= 1/4) assumptions hold
-  (||z_i|| <= 1); the reference ran on raw rows of norm up to ~3.3 (paper_spec 11.2);
+  (||z_i|| <= 1); the reference ran on raw rows of norm up to ~3.3 (docs/algorithms.md §11.2);
 * randomness comes from the run's own Generator, not a reseeded global RNG;
 * the reference minimised J with scipy BFGS and, when BFGS missed the tolerance, loosened it
   (gamma_mult x10 while gamma gamma_mult < 1e-4, else gamma x2) and retried with fresh noise b.

@@ -5,7 +5,7 @@ independent runs (:class:`RunContext`) that share (dataset, algorithm, epsilon).
 Generator, its privacy ledger and its starting point, so a run's numbers never depend on the other
 runs in its batch.
 
-Timing [paper_spec 9.1]: only the update steps are timed (``time.perf_counter``); evaluating the
+Timing [docs/algorithms.md §9.3]: only the update steps are timed (``time.perf_counter``); evaluating the
 loss of each iterate is not. The margins Z w_t that an update computes anyway are reused for the
 loss of w_t, so evaluation costs no extra pass over Z except for the last iterate, whose margins
 also give the run's training accuracy. Minibatch
@@ -66,13 +66,13 @@ class RunResult:
 
 
 def random_unit_vector(rng: np.random.Generator, d: int) -> np.ndarray:
-    """w0 = u/||u||, u ~ N(0, I_d): the official code's initialisation (paper_spec 2.5)."""
+    """w0 = u/||u||, u ~ N(0, I_d): the official code's initialisation (docs/algorithms.md §2.5)."""
     u = rng.standard_normal(d)
     return u / np.linalg.norm(u)
 
 
 def reset_cutoff(problem: LogisticProblem, w0: np.ndarray) -> float:
-    """The official "Stop Things Exploding" radius 100||w*|| + 100||w0|| + 100 (paper_spec 2.5).
+    """The official "Stop Things Exploding" radius 100||w*|| + 100||w0|| + 100 (docs/algorithms.md §2.5).
 
     It uses the non-private optimum, so it is data-dependent and not accounted: off by default.
     """
