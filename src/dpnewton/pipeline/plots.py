@@ -214,8 +214,8 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
 
 
 def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
-    """Figure 6: test accuracy and test log-loss at best T vs epsilon (log x), +-1 s.e. bands; one
-    column per dataset; the non-private optimum of the training split (and, for the log-loss, the
+    """Figure 6: test accuracy and test log-loss (log y: diverging runs reach losses far above ln 2)
+    at best T vs epsilon (log x), +-1 s.e. bands; one column per dataset; the non-private optimum of the training split (and, for the log-loss, the
     trivial w = 0) as reference lines. Best T was selected on the training excess loss."""
     _style()
     t = table[(table["conversion"] == conversion) & table["algorithm"].isin(algorithms)]
@@ -238,6 +238,7 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
                            label="non-private optimum w* (training split)")
             if metric == "test_log_loss":
                 ax.axhline(math.log(2.0), color="grey", ls=":", lw=1, label="trivial w=0 (ln 2)")
+                ax.set_yscale("log")
             if d.empty:
                 _empty(ax)
             ax.set_xscale("log")
