@@ -2,7 +2,7 @@
 
 All functions take and return pandas frames so they can be unit-tested on hand-made data.
 
-* Standard error = std(ddof=0) / sqrt(#seeds), as the official code (paper_spec 9.1).
+* Standard error = std(ddof=0) / sqrt(#seeds), as the official code (docs/algorithms.md §9.1).
 * Means and medians propagate NaN/inf: a seed that diverged makes its (cell, T) non-finite, and
   non-finite means never win the selection.
 * Best T per (dataset, algorithm, conversion, epsilon) = argmin over the T grid of the mean

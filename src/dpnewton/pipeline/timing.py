@@ -5,7 +5,7 @@ its whole T grid as one batch (one pass over Z serves every active run, and a ru
 share of the batched step, :func:`dpnewton.algorithms.base.iterate_batched`), and jobs share the
 machine with other jobs. Both change from cell to cell, so ratios of recorded times carried up to
 ~2x noise and a bias against the unbatched Newton methods. The paper's Table 1 and Figure 1
-compare lone runs [paper section 6; paper_spec 9.1: update steps timed, loss evaluation not].
+compare lone runs [P section 6; docs/algorithms.md §9.1, §9.3: update steps timed, loss evaluation not].
 
 The stage. For every dataset, each timed configuration runs alone (one seed, one T, BLAS on one
 thread as in the run jobs), ``repeats`` rounds in round-robin order, the order rotated by one each
