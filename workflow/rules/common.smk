@@ -3,6 +3,7 @@ import re
 import sys
 from pathlib import Path
 
+import yaml
 from snakemake.utils import validate
 
 from dpnewton.pipeline import config as pipecfg
@@ -10,6 +11,9 @@ from dpnewton.pipeline import timing as pipetiming
 from dpnewton.problems import optimum_paths
 
 
+# `--config key=false` arrives as the string "false": make it the boolean the schema asks for
+with open(workflow.source_path("../schemas/config.schema.yaml")) as fh:
+    pipecfg.coerce_cli_values(config, yaml.safe_load(fh))
 validate(config, schema="../schemas/config.schema.yaml")
 
 REPO = Path(workflow.basedir)
