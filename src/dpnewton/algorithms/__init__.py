@@ -19,6 +19,7 @@ from .damped_newton import DampedNewtonConfig, run_damped_newton
 from .double_noise import DoubleNoiseConfig, run_double_noise
 from .gradient_descent import GradientDescentConfig, OracleConfig, run_dp_gd, run_dp_gd_oracle
 from .minibatch import MinibatchNewtonConfig, SgdConfig, run_dp_sgd, run_minibatch_newton
+from .precond import PrecondConfig, run_precond_dp_gd
 
 
 def build_config(cls, hyper: dict, fixed: dict | None = None):
@@ -88,6 +89,10 @@ for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
                                "Poisson batches, RDP-calibrated noise"))
 
 register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
+                       batched=True))
+register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd),
+                       "DP-GD preconditioned by a once-released Böhning bound Z^T Z/(4n), eigenvalues "
+                       "clipped at lambda_mult * sigma_B * sqrt(d); step 1, precond_frac 0.1 of rho for B",
                        batched=True))
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", batched=True,

@@ -1,0 +1,152 @@
+"""DP-GD preconditioned by a privately released global curvature bound (``precond-dp-gd``).
+
+[docs/algorithms.md §13] Böhning's bound (Böhning & Lindsay 1988): on rows with ||z|| <= 1 the
+Hessian of the mean logistic loss satisfies H(w) <= B = Z^T Z/(4n) for every w (the QU SOI at
+margin 0: q(0) = 1/4). The method
+
+1. computes B with one Gram pass over Z (:meth:`LogisticProblem.weighted_gram` with weights 1/4);
+2. releases it once, B~ = B + S, S symmetric with its upper triangle (diagonal included, row-major
+   :func:`numpy.triu_indices` order) i.i.d. N(0, s_B^2), s_B = (1/(4n))/sqrt(2 rho_B),
+   rho_B = precond_frac * rho (:func:`release_symmetric`);
+3. sets P = Psi_lambda(B~), the eigenvalue clip at lambda of docs/algorithms.md §2.1, with the
+   data-independent lambda = lambda_mult * s_B * sqrt(d) (about lambda_mult/2 times the spectral
+   norm 2 s_B sqrt(d) of the noise S), and factors it once (one ``eigh``: P^-1 = V diag(1/max(v, lambda)) V^T);
+4. runs T steps w <- w - eta P^-1 (g(w) + N(0, s_g^2 I)) with DP-GD's gradient release
+   (sensitivity 1/n, rho_g = (1 - precond_frac) rho/T each; :func:`.gradient_descent._noisy_gradients`).
+
+Sensitivity of the curvature release: one added or removed row changes B by z z^T/(4n) (n public,
+docs/algorithms.md §6.1), whose Frobenius norm is ||z||^2/(4n) <= 1/(4n). The released vector is
+the upper triangle u(B) = (B_ij)_{i <= j}; ||u(z z^T)||^2 = (||z||^4 + sum_i z_i^4)/2 <= ||z||^4, so
+its L2 sensitivity is also <= 1/(4n), attained by an axis-aligned unit row (z = e_k: u(z z^T) has the
+single entry 1/(4n)). The noise is calibrated to that 1/(4n), which is exact for the upper-triangle
+vector (no looser than the full-matrix Frobenius bound, and not improvable); the symmetric matrix
+B~, the clip, the factorisation and all later steps are post-processing of u(B) + noise.
+
+All runs of a batch share the Gram pass and every pass over Z (:func:`.base.iterate_batched`); each
+run releases its own B~ from its own generator and applies its own P^-1 (one d x d matrix-vector
+product per step), so a run's bits do not depend on its batch. The release of B~ and its
+factorisation happen inside the first (timed) update step, after the driver has drawn w0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from ..loss import LogisticProblem
+from .base import RunContext, RunResult, iterate_batched
+from .gradient_descent import _noisy_gradients
+
+PRECOND_STEP = 1.0          # eta = 1: with P ~ B (majorises the Hessian) the Böhning-Lindsay MM step
+PRECOND_FRAC = 0.1          # share of rho spent on the single release of B
+LAMBDA_MULT = 2.0           # lambda = LAMBDA_MULT * s_B * sqrt(d) ~ the spectral norm of the noise S
+BOHNING_WEIGHT = 0.25       # q(0) = 1/4: B = Z^T diag(1/4) Z / n
+REFRESH_SOIS = ("hessian", "qu")
+
+
+@dataclass(frozen=True)
+class PrecondConfig:
+    step: float = PRECOND_STEP
+    precond_frac: float = PRECOND_FRAC
+    lambda_mult: float = LAMBDA_MULT
+    refresh: int = 0                 # re-release the curvature every k steps (0 = never; only 0 is implemented)
+    refresh_soi: str = "hessian"     # SOI of a refresh at w_t: "hessian" | "qu" (unused while refresh = 0)
+    reset: bool = False              # the code's data-dependent explosion reset (not private)
+
+    def validated(self) -> "PrecondConfig":
+        if not (isinstance(self.step, (int, float)) and math.isfinite(self.step) and self.step > 0):
+            raise ValueError(f"step={self.step!r} must be a finite number > 0")
+        if not (isinstance(self.precond_frac, (int, float)) and 0 < self.precond_frac < 1):
+            raise ValueError(f"precond_frac={self.precond_frac!r} must lie in (0, 1)")
+        if not (isinstance(self.lambda_mult, (int, float)) and math.isfinite(self.lambda_mult)
+                and self.lambda_mult > 0):
+            raise ValueError(f"lambda_mult={self.lambda_mult!r} must be a finite number > 0")
+        if self.refresh_soi not in REFRESH_SOIS:
+            raise ValueError(f"refresh_soi={self.refresh_soi!r} is unknown; choose 'hessian' or 'qu'")
+        if isinstance(self.refresh, bool) or not isinstance(self.refresh, (int, np.integer)) or self.refresh < 0:
+            raise ValueError(f"refresh={self.refresh!r} must be an integer >= 0 (0 = never)")
+        if self.refresh != 0:
+            raise ValueError(f"refresh={self.refresh!r}: re-releasing the curvature is not implemented; "
+                             "only refresh=0 (one release of B before the first step) is available")
+        return self
+
+
+def bohning_bound(problem: LogisticProblem) -> np.ndarray:
+    """B = Z^T Z / (4n) (Böhning's bound, = H_qu(0)): one Gram pass over Z."""
+    return problem.weighted_gram(np.full(problem.n, BOHNING_WEIGHT))
+
+
+def curvature_sensitivity(n: int) -> float:
+    """L2 sensitivity 1/(4n) of the upper triangle of B (module docstring)."""
+    return 1.0 / (4.0 * n)
+
+
+def release_symmetric(A: np.ndarray, sigma: float, rng) -> np.ndarray:
+    """A + S with S symmetric, S_ij = S_ji = sigma xi_k over the upper triangle (i <= j, the order
+    of :func:`numpy.triu_indices`), xi ~ N(0, I) in one draw of d(d+1)/2 values."""
+    d = A.shape[0]
+    rows, cols = np.triu_indices(d)
+    noise = np.zeros((d, d))
+    noise[rows, cols] = sigma * rng.standard_normal(rows.size)
+    noise += np.triu(noise, 1).T
+    return A + noise
+
+
+def spectral_lambda(sigma_b: float, d: int, lambda_mult: float) -> float:
+    """lambda = lambda_mult * s_B * sqrt(d): data-independent (s_B depends only on n, rho, precond_frac)."""
+    return float(lambda_mult * sigma_b * math.sqrt(d))
+
+
+def clipped_inverse(B: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """(Psi_lambda(B)^-1, eigenvalues of Psi_lambda(B)) for the clip of docs/algorithms.md §2.1.
+
+    One ``eigh`` (the driver :func:`.newton_direction.modified_newton_direction` uses), then
+    P^-1 = V diag(1/max(v, lambda)) V^T; ``P^-1 g`` equals ``modified_newton_direction(B, g, lam, "clip")``
+    (tests/test_precond.py), but the factor is computed once and each step is one matrix-vector product.
+    """
+    if not lam > 0:
+        raise ValueError(f"lambda={lam!r} must be > 0")
+    vals, vecs = linalg.eigh(B, check_finite=False, driver="evd")
+    clipped = np.maximum(vals, lam)
+    return (vecs / clipped) @ vecs.T, clipped
+
+
+def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
+                      cfg: PrecondConfig = PrecondConfig()) -> list[RunResult]:
+    cfg = cfg.validated()
+    n, d = problem.n, problem.d
+    frac = float(cfg.precond_frac)
+    # DP-GD's release charges ctx.rho/ctx.iterations per gradient: give it views of the runs whose
+    # budget is the gradient share (same ledger and generator objects).
+    grad_views = {id(c): dataclasses.replace(c, rho=(1.0 - frac) * c.rho) for c in contexts}
+    inverses: dict[int, np.ndarray] = {}
+    info: dict[int, dict] = {}
+    shared = {}
+
+    def release_curvature(ctx: RunContext) -> None:
+        if "B" not in shared:
+            shared["B"] = bohning_bound(problem)
+        s_b = ctx.ledger.charge(0, "curvature", curvature_sensitivity(n), frac * ctx.rho)
+        noisy = release_symmetric(shared["B"], s_b, ctx.rng)
+        lam = spectral_lambda(s_b, d, cfg.lambda_mult)
+        inverses[id(ctx)], eig = clipped_inverse(noisy, lam)
+        info[id(ctx)] = {"lambda": lam, "sigma_curvature": s_b, "clipped_eigenvalues": int(np.sum(eig <= lam))}
+
+    def step(W, M, G, ctxs, t):
+        for ctx in ctxs:
+            if id(ctx) not in inverses:        # t = 0: after the driver drew w0
+                release_curvature(ctx)
+        noisy = _noisy_gradients(G, [grad_views[id(c)] for c in ctxs], n, t)
+        out = np.empty_like(W)
+        for j, ctx in enumerate(ctxs):
+            out[j] = W[j] - cfg.step * (inverses[id(ctx)] @ noisy[j])
+        return out
+
+    results = iterate_batched(problem, contexts, step, reset=cfg.reset)
+    for ctx, res in zip(contexts, results):
+        res.diagnostics.update(info.get(id(ctx), {}))
+    return results
