@@ -11,6 +11,11 @@ loss of w_t, so evaluation costs no extra pass over Z except for the last iterat
 also give the run's training accuracy. Minibatch
 updates compute no full margins; their iterates are kept and evaluated together at the end
 (:meth:`LogisticProblem.losses`: matrix products instead of one matrix-vector pass per iterate).
+
+Iterate averaging [docs/algorithms.md §2.6] is an argument of both drivers, ``average`` in
+:data:`AVERAGES`: ``"none"`` releases the last iterate w_T; otherwise the released model is the
+mean of the window w_a..w_T of :func:`average_window`. It is post-processing of iterates the run
+releases anyway, so the ledger (entries, rho, sensitivities, noise draws) is unchanged.
 """
 
 from __future__ import annotations
@@ -46,15 +51,22 @@ class RunContext:
 @dataclass
 class RunResult:
     identity: RunIdentity
-    w: np.ndarray
+    w: np.ndarray                    # the released model: w_T, or the averaged iterate (``average``)
     excess_loss: np.ndarray          # excess loss of w_0 .. w_T (length T+1; 2 for one-shot methods)
     elapsed: np.ndarray              # cumulative update time after k updates, seconds (same length)
     ledger: PrivacyLedger
     resets: int = 0
     diagnostics: dict = field(default_factory=dict)
-    #: share of training rows with margin <z_i, w_T> > 0 (ties wrong: :meth:`LogisticProblem.accuracy_from_margins`);
-    #: the full-batch drivers take it from the final margins, the registry fills it in for the others
+    #: share of training rows with margin <z_i, w> > 0 for the released w (ties wrong:
+    #: :meth:`LogisticProblem.accuracy_from_margins`); the full-batch drivers take it from the final
+    #: (or averaged) margins, the registry fills it in for the others
     train_accuracy: float | None = None
+    #: the averaging of the released model (:data:`AVERAGES`)
+    average: str = "none"
+    #: excess loss of the released averaged iterate; None when ``average == "none"``
+    averaged_excess_loss: float | None = None
+    #: the last iterate w_T when ``w`` is an average; None when ``w`` is w_T itself
+    w_last: np.ndarray | None = None
 
     @property
     def runtime_s(self) -> float:
@@ -62,7 +74,18 @@ class RunResult:
 
     @property
     def final_excess_loss(self) -> float:
+        """Excess loss of the last iterate w_T (the end of the ``excess_loss`` curve)."""
         return float(self.excess_loss[-1])
+
+    @property
+    def last_iterate(self) -> np.ndarray:
+        """w_T, whether or not the released ``w`` is an average."""
+        return self.w if self.w_last is None else self.w_last
+
+    @property
+    def released_excess_loss(self) -> float:
+        """Excess loss of the released model ``w``: the averaged iterate's, else w_T's."""
+        return self.final_excess_loss if self.averaged_excess_loss is None else float(self.averaged_excess_loss)
 
 
 def random_unit_vector(rng: np.random.Generator, d: int) -> np.ndarray:
@@ -86,11 +109,37 @@ def _loss_opt(problem: LogisticProblem) -> float:
     return np.nan if problem.loss_opt is None else problem.loss_opt
 
 
+AVERAGES = ("none", "uniform", "tail")
+
+
+def check_average(average) -> str:
+    """``average`` if it is one of :data:`AVERAGES`, else ValueError naming the allowed values."""
+    if not isinstance(average, str) or average not in AVERAGES:
+        raise ValueError(f"average={average!r} is unknown; choose one of {', '.join(AVERAGES)}")
+    return average
+
+
+def average_window(T: int, average: str) -> int | None:
+    """First index a of the averaging window w_a, ..., w_T of a run of T updates (None: no averaging).
+
+    * ``"uniform"``: a = 1, the mean of w_1..w_T (T iterates; the random start w_0 is left out);
+    * ``"tail"``: a = floor(T/2) + 1, the mean of the last ceil(T/2) iterates w_{floor(T/2)+1}..w_T
+      (T = 1: w_1; T = 2: w_2; T = 3: w_2, w_3; T = 4: w_3, w_4).
+
+    The released model is (1/(T - a + 1)) sum_{s=a}^{T} w_s.
+    """
+    check_average(average)
+    if average == "none":
+        return None
+    return 1 if average == "uniform" else T // 2 + 1
+
+
 StepFn = Callable[[np.ndarray, int], "np.ndarray | tuple[np.ndarray, np.ndarray]"]
 
 
 def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, reset: bool = False,
-                   diagnostics: dict | None = None, full_margins: bool = True) -> RunResult:
+                   diagnostics: dict | None = None, full_margins: bool = True,
+                   average: str = "none") -> RunResult:
     """Run T updates of one run: ``w_{t+1} = step(w_t, t)``.
 
     * ``full_margins=True`` (full-batch updates): the step computes the margins m_t = Z w_t in its
@@ -98,8 +147,16 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     * ``full_margins=False`` (minibatch updates, which touch only their batch rows): the step
       returns ``w_{t+1}``; the iterates are kept and their losses evaluated together after the
       last update (:meth:`LogisticProblem.losses`), outside the timer.
+    * ``average`` (:data:`AVERAGES`): with a window w_a..w_T (:func:`average_window`) the released
+      ``w`` is w_bar = (1/(T-a+1)) sum_{s=a}^T w_s and ``averaged_excess_loss`` is l(w_bar) - loss*.
+      Margins are linear in w, so Z w_bar is the running mean of the margins m_s the run computes
+      anyway (n + d floats of running sums, untimed, no extra pass over Z; minibatch updates take
+      w_bar from their kept iterates and pay one pass for its loss). This is post-processing of
+      the iterates: the ledger and every iterate are those of ``average="none"``.
+      ``excess_loss`` stays the curve of w_0..w_T, ``w_last`` is w_T, ``train_accuracy`` is w_bar's.
     """
     T = ctx.iterations
+    first = average_window(T, average)
     w0 = random_unit_vector(ctx.rng, problem.d)
     cutoff = reset_cutoff(problem, w0) if reset else np.inf
     if reset:
@@ -110,6 +167,8 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     elapsed = np.zeros(T + 1)
     resets = 0
     total = 0.0
+    if first is not None and full_margins:
+        sum_w, sum_m = np.zeros(problem.d), np.zeros(problem.n)
     for t in range(T):
         start = time.perf_counter()
         if full_margins:
@@ -122,6 +181,9 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
         total += time.perf_counter() - start
         if full_margins:
             losses[t] = problem.loss_from_margins(m)
+            if first is not None and t >= first:
+                sum_w += w
+                sum_m += m
         else:
             iterates[t] = w
         elapsed[t + 1] = total
@@ -130,29 +192,52 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     if full_margins:
         m = problem.margins(w)
         losses[T] = problem.loss_from_margins(m)
-        accuracy = problem.accuracy_from_margins(m)
+        if first is None:
+            accuracy = problem.accuracy_from_margins(m)
     else:
         iterates[T] = w
         losses = problem.losses(iterates)
     diag = dict(diagnostics or {})
     diag["diverged"] = bool(not np.isfinite(w).all())
-    return RunResult(ctx.identity, w, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag,
-                     train_accuracy=accuracy)
+    if first is None:
+        return RunResult(ctx.identity, w, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag,
+                         train_accuracy=accuracy)
+    count = T - first + 1
+    if full_margins:
+        sum_w += w
+        sum_m += m
+        w_bar, m_bar = sum_w / count, sum_m / count
+        averaged_loss = float(problem.loss_from_margins(m_bar))
+        accuracy = problem.accuracy_from_margins(m_bar)
+    else:
+        w_bar = iterates[first:].sum(axis=0) / count
+        averaged_loss = float(problem.loss(w_bar))  # minibatch updates computed no margins
+    return RunResult(ctx.identity, w_bar, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag,
+                     train_accuracy=accuracy, average=average,
+                     averaged_excess_loss=averaged_loss - _loss_opt(problem), w_last=w.copy())
 
 
 BatchStepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, list[RunContext], int], np.ndarray]
 
 
 def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: BatchStepFn,
-                    reset: bool = False) -> list[RunResult]:
+                    reset: bool = False, average: str = "none") -> list[RunResult]:
     """Run a batch of runs together: ``W_{t+1} = step(W_t, M_t, G_t, active_contexts, t)``.
 
     W has one row per active run; the margins M = Z W^T and the mean gradients G come from one
     blocked pass over Z that serves every run (:meth:`LogisticProblem.margins_and_grads`). Runs with smaller T drop out of the batch when done. A run's
     update time is the batch step time divided by the number of runs in the step.
+
+    ``average`` as in :func:`iterate_single`: each run's window w_a..w_T follows its own T
+    (:func:`average_window`); its running sums of w_s and of its margin column m_s (d + n floats
+    per run, untimed, elementwise, so a run's average has the same bits whatever its batch) give
+    the released w_bar and l(w_bar) without another pass over Z. Post-processing: the ledger and
+    the iterates are those of ``average="none"``.
     """
     S = len(contexts)
     d = problem.d
+    averaging = check_average(average) != "none"
+    starts = [average_window(c.iterations, average) for c in contexts]
     W = np.stack([random_unit_vector(c.rng, d) for c in contexts]) if S else np.zeros((0, d))
     W0 = W.copy()
     Ts = np.array([c.iterations for c in contexts], dtype=int)
@@ -164,6 +249,8 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     elapsed = [np.zeros(T + 1) for T in Ts]
     totals = np.zeros(S)
     resets = np.zeros(S, dtype=int)
+    if averaging:
+        sum_W, sum_M = np.zeros((S, d)), np.zeros((S, problem.n))
     for t in range(int(Ts.max()) if S else 0):
         active = np.flatnonzero(Ts > t)
         start = time.perf_counter()
@@ -181,6 +268,11 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
             totals[i] += per_run
             losses[i][t] = step_losses[j]
             elapsed[i][t + 1] = totals[i]
+        if averaging:
+            for j, i in enumerate(active):
+                if t >= starts[i]:
+                    sum_W[i] += Wa[j]
+                    sum_M[i] += M[:, j]
         W[active] = W_next
     results = []
     final_margins = problem.margins(W) if S else None
@@ -188,8 +280,17 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     accuracies = problem.accuracy_from_margins(final_margins) if S else []
     for i, c in enumerate(contexts):
         losses[i][Ts[i]] = final_losses[i]
-        results.append(RunResult(c.identity, W[i].copy(), losses[i] - _loss_opt(problem), elapsed[i],
-                                 c.ledger, int(resets[i]),
-                                 {"diverged": bool(not np.isfinite(W[i]).all()), "batch_size": S},
-                                 train_accuracy=float(accuracies[i])))
+        res = RunResult(c.identity, W[i].copy(), losses[i] - _loss_opt(problem), elapsed[i],
+                        c.ledger, int(resets[i]),
+                        {"diverged": bool(not np.isfinite(W[i]).all()), "batch_size": S},
+                        train_accuracy=float(accuracies[i]))
+        if averaging:
+            count = int(Ts[i]) - starts[i] + 1
+            sum_W[i] += W[i]
+            sum_M[i] += final_margins[:, i]
+            m_bar = sum_M[i] / count
+            res.average, res.w_last, res.w = average, res.w, sum_W[i] / count
+            res.averaged_excess_loss = float(problem.loss_from_margins(m_bar)) - _loss_opt(problem)
+            res.train_accuracy = float(problem.accuracy_from_margins(m_bar))
+        results.append(res)
     return results

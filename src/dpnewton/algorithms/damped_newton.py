@@ -11,6 +11,9 @@ rho_g = g_f rho/T and rho_H = (1 - g_f) rho/T (g_f = 0.7):
   beta = ||hess(w)^-1 grad(w)|| computed from the **exact** Hessian and gradient. That step is
   **not private** (the paper says so); ``step_rule="line-search"`` is the older code's (equally
   non-private) Armijo backtracking on the exact loss along p.
+
+``average`` (none | uniform | tail) releases the last iterate or the mean of a window of iterates
+(:func:`.base.average_window`; docs/algorithms.md §2.6): post-processing, the ledger is unchanged.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
-from .base import RunContext, RunResult, iterate_single
+from .base import RunContext, RunResult, check_average, iterate_single
 from .gradient_descent import armijo_step
 
 
@@ -32,6 +35,7 @@ class DampedNewtonConfig:
     step_rule: str = "damped"       # "damped" (log(1+beta)/beta) | "line-search" (V1)
     reg: float = 1e-8
     reset: bool = False
+    average: str = "none"           # released model: "none" (w_T) | "uniform" | "tail" (base.average_window)
 
 
 def damped_step(beta: float) -> float:
@@ -45,6 +49,7 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
         raise ValueError(f"grad_frac={cfg.grad_frac!r} must lie in (0, 1)")
     if cfg.step_rule not in ("damped", "line-search"):
         raise ValueError(f"step_rule={cfg.step_rule!r} is unknown; choose 'damped' or 'line-search'")
+    check_average(cfg.average)
     n, d = problem.n, problem.d
     eye = np.eye(d)
     results = []
@@ -80,5 +85,5 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
                 eta = armijo_step(phi, phi(0.0), float(p @ g))
             return w - eta * p, m
 
-        results.append(iterate_single(problem, ctx, step, reset=cfg.reset))
+        results.append(iterate_single(problem, ctx, step, reset=cfg.reset, average=cfg.average))
     return results

@@ -14,6 +14,8 @@ Per iteration t of T, with rho_t = rho/T [docs/algorithms.md §2.3, the released
    Delta_dir = ||g~||/(4 n lambda^2 -/+ lambda) (clip/add; see :mod:`.newton_direction`).
 
 The three releases of every step are charged to the run's ledger, so the ledger sums to rho.
+``average`` (none | uniform | tail) releases the last iterate or the mean of a window of iterates
+(:func:`.base.average_window`; docs/algorithms.md §2.6): post-processing, the ledger is unchanged.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..loss import LogisticProblem
-from .base import RunContext, RunResult, iterate_single
+from .base import RunContext, RunResult, check_average, iterate_single
 from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
 
 CONSTANTS = {
@@ -47,6 +49,7 @@ class DoubleNoiseConfig:
     trace_coeff: float | None = None
     reg: float = 1e-8                    # the code adds 1e-8 w to the gradient
     reset: bool = False                  # the code's data-dependent explosion reset (not private)
+    average: str = "none"                # released model: "none" (w_T) | "uniform" | "tail" (base.average_window)
 
     def resolved(self) -> "DoubleNoiseConfig":
         if self.soi not in ("hessian", "qu"):
@@ -57,6 +60,7 @@ class DoubleNoiseConfig:
             raise ValueError(f"constants={self.constants!r} is unknown; choose 'v2' or 'v1'")
         if self.lambda_mode not in ("adaptive", "fixed"):
             raise ValueError(f"lambda_mode={self.lambda_mode!r} is unknown; choose 'adaptive' or 'fixed'")
+        check_average(self.average)
         base = CONSTANTS[self.constants]
         gf = base["grad_frac"] if self.grad_frac is None else float(self.grad_frac)
         ftr = base["trace_frac"] if self.trace_frac is None else float(self.trace_frac)
@@ -74,7 +78,7 @@ class DoubleNoiseConfig:
         if not coeff > 0:
             raise ValueError(f"trace_coeff={coeff!r} must be > 0")
         return DoubleNoiseConfig(self.soi, self.modification, self.lambda_mode, self.lambda0,
-                                 self.constants, gf, ftr, coeff, self.reg, self.reset)
+                                 self.constants, gf, ftr, coeff, self.reg, self.reset, self.average)
 
 
 def adaptive_lambda(noisy_trace: float, n: int, rho_dir: float, cfg: DoubleNoiseConfig) -> float:
@@ -117,7 +121,7 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
             s_dir = ledger.charge(t, "direction", sens, rho_dir)
             return w - direction + s_dir * rng.standard_normal(d), m
 
-        res = iterate_single(problem, ctx, step, reset=cfg.reset)
+        res = iterate_single(problem, ctx, step, reset=cfg.reset, average=cfg.average)
         res.diagnostics["lambda"] = lambdas
         results.append(res)
     return results

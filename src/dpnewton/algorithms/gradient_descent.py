@@ -12,6 +12,10 @@ per-example gradient sigma(-m_i) z_i has norm <= 1) once per iteration with rho_
   Armijo constant 0.4, floor 1e-6; accepts the first t with l(w - t g~) < l(w) - 0.4 t <g~, grad>);
   ``"exact"`` is the paper's argmin over eta in [0, 100] (bounded Brent).
 
+``average`` (none | uniform | tail, both methods): the released model is the last iterate or the
+mean of a window of iterates (:func:`.base.average_window`; docs/algorithms.md §2.6), computed by
+the batched driver from running sums: post-processing, the ledger is unchanged.
+
 All runs of a batch share each pass over Z (margins and gradients of every run in one blocked
 sweep, :meth:`LogisticProblem.margins_and_grads`); a trial step of the line search costs O(n)
 because l(w - t g~) only needs m - t Z g~, where Z g~ is one more batched pass. The Armijo search
@@ -27,7 +31,7 @@ import numpy as np
 from scipy import optimize
 
 from ..loss import LogisticProblem
-from .base import RunContext, RunResult, iterate_batched
+from .base import RunContext, RunResult, check_average, iterate_batched
 
 DPGD_STEP = 4.0  # 1/L1 with L1 = 1/4 (Remark 5.2)
 
@@ -36,6 +40,7 @@ DPGD_STEP = 4.0  # 1/L1 with L1 = 1/4 (Remark 5.2)
 class GradientDescentConfig:
     step: float = DPGD_STEP
     reset: bool = False
+    average: str = "none"         # released model: "none" (w_T) | "uniform" | "tail" (base.average_window)
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ class OracleConfig:
     line_search: str = "armijo"   # "armijo" (official code) | "exact" (paper)
     reg: float = 1e-8
     reset: bool = False
+    average: str = "none"         # as GradientDescentConfig.average
 
 
 def _noisy_gradients(G: np.ndarray, contexts: list[RunContext], n: int, t: int) -> np.ndarray:
@@ -58,11 +64,12 @@ def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
               cfg: GradientDescentConfig = GradientDescentConfig()) -> list[RunResult]:
     if not cfg.step > 0:
         raise ValueError(f"step={cfg.step!r} must be > 0")
+    check_average(cfg.average)
 
     def step(W, M, G, ctxs, t):
         return W - cfg.step * _noisy_gradients(G, ctxs, problem.n, t)
 
-    return iterate_batched(problem, contexts, step, reset=cfg.reset)
+    return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
 
 
 ARMIJO_START, ARMIJO_SHRINK, ARMIJO_ALPHA, ARMIJO_FLOOR = 100.0, 0.95, 0.4, 1e-6
@@ -121,6 +128,7 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
                      cfg: OracleConfig = OracleConfig()) -> list[RunResult]:
     if cfg.line_search not in ("armijo", "exact"):
         raise ValueError(f"line_search={cfg.line_search!r} is unknown; choose 'armijo' or 'exact'")
+    check_average(cfg.average)
     for ctx in contexts:
         ctx.ledger.mark_nonprivate(f"step size by {cfg.line_search} line search on the exact loss")
     reg = cfg.reg
@@ -145,4 +153,4 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
             W_next[j] = w - eta * g_noisy
         return W_next
 
-    return iterate_batched(problem, contexts, step, reset=cfg.reset)
+    return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
