@@ -1,4 +1,4 @@
-"""Command line: ``dpnewton run | predict | prepare | optimum | conversions | audit``.
+"""Command line: ``dpnewton run | predict | prepare | optimum | floor | conversions | audit``.
 
 Errors in the arguments or the data end the command with exit status 2 and a one-line message
 (no traceback).
@@ -106,6 +106,38 @@ def _cmd_optimum(args) -> int:
     return 0
 
 
+def _cmd_floor(args) -> int:
+    from .floor import SHORT_LABEL, dataset_floor
+    from .privacy import check_epsilon_delta, default_delta
+    from .problems import load_problem_from_prepared, prepare_source
+
+    if not args.epsilon > 0:
+        raise ValueError(f"--epsilon {args.epsilon!r} must be > 0")
+    if args.delta is not None:
+        check_epsilon_delta(args.epsilon, args.delta)
+    prepared = prepare_source(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
+                              cache_dir=args.cache_dir)
+    problem = load_problem_from_prepared(prepared.path)
+    delta = default_delta(problem.n) if args.delta is None else args.delta
+    rec = dataset_floor(problem, args.epsilon, delta, args.conversion)
+    record = {"dataset": args.dataset or "custom", "epsilon": rec["epsilon"], "delta": rec["delta"],
+              "conversion": rec["conversion"], "rho": rec["rho"], "ridge_floor": rec["ridge_floor"],
+              "ridge_lambda": rec["ridge_lambda"], "trivial_excess_loss": rec["trivial_excess_loss"],
+              "quadratic_trivial_excess_loss": rec["quadratic_trivial_excess_loss"],
+              "loss_opt": rec["loss_opt"], "n": rec["n"], "d": rec["d"], "label": rec["label"]}
+    if args.json:
+        print(to_json(record))
+    else:
+        print(f"{SHORT_LABEL} (not a lower bound) of {record['dataset']} (n={record['n']}, d={record['d']}) at "
+              f"epsilon={record['epsilon']:g}, delta={record['delta']:.3g} ({record['conversion']}: "
+              f"rho={record['rho']:.6g})")
+        print(f"  F*                          {record['ridge_floor']:.6g}  (ridge lambda* = {record['ridge_lambda']:.6g})")
+        print(f"  trivial w=0 (ln 2 - loss*)  {record['trivial_excess_loss']:.6g}  "
+              f"(on the quadratic model {record['quadratic_trivial_excess_loss']:.6g})")
+        print(f"  loss*                       {record['loss_opt']:.10g}")
+    return 0
+
+
 def _cmd_conversions(args) -> int:
     from .privacy import CONVERSIONS, epsilon_to_rho
 
@@ -162,6 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--out", default=None)
     opt.add_argument("--tol", type=float, default=1e-10)
     opt.set_defaults(func=_cmd_optimum)
+
+    flo = sub.add_parser("floor", help="Gaussian ridge floor (local quadratic model, not a lower bound) "
+                                       "of a dataset at one epsilon")
+    fsrc = flo.add_mutually_exclusive_group(required=True)
+    fsrc.add_argument("--dataset", help="a named dataset (see `dpnewton prepare --help`)")
+    fsrc.add_argument("--data", help="a LIBSVM or CSV file of your own")
+    flo.add_argument("--epsilon", type=float, required=True)
+    flo.add_argument("--delta", type=float, default=None, help="default n^-2")
+    flo.add_argument("--conversion", default=DEFAULT_CONVERSION, choices=CONVERSIONS)
+    flo.add_argument("--data-dir", default=None, help="folder with local copies of the source files")
+    flo.add_argument("--cache-dir", default="resources/data")
+    flo.add_argument("--json", action="store_true", help="one-line strict JSON")
+    flo.set_defaults(func=_cmd_floor)
 
     conv = sub.add_parser("conversions", help="rho granted for (epsilon, delta) by every conversion")
     conv.add_argument("--epsilon", type=float, required=True)
