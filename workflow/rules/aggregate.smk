@@ -4,6 +4,8 @@ rule aggregate:
         curves=all_job_curves(),
         optima=all_optima(),
         timings=all_timings(),
+        # prepared data for the Gaussian ridge floor (H* at w*; dpnewton.floor)
+        prepared=expand("results/data/{dataset}.npz", dataset=DATASETS),
     output:
         **{f"{t}_parquet": f"results/tables/{t}.parquet" for t in TABLES},
         runs_csv="results/tables/runs.csv",
@@ -37,6 +39,13 @@ rule aggregate:
         edges_md="results/tables/best_T_edges.md",
         protocol="results/tables/protocol.json",
         best_curves="results/tables/best_curves.parquet",
+        floor_parquet="results/tables/floor.parquet",
+        floor_csv=report(
+            "results/tables/floor.csv",
+            caption="../report/floor.rst",
+            category="Tables",
+            labels={"table": "Gaussian ridge floor (local quadratic model), not a lower bound"},
+        ),
         # with a holdout: held-out metrics at best T (heldout_parquet comes with TABLES)
         **(
             {
@@ -56,6 +65,7 @@ rule aggregate:
         protocol=PROTOCOL,
         table1=config.get("table1", {}),
         conversion=PRIMARY,
+        holdout=HOLDOUT,
     message:
         "Aggregating the run rows into tables"
     localrule: True

@@ -36,6 +36,7 @@ rule fig2_privacy_utility:
     input:
         best="results/tables/best_T.parquet",
         baseline="results/tables/baseline.parquet",
+        floor="results/tables/floor.parquet",
     output:
         [
             report(

@@ -11,6 +11,9 @@ All functions take and return pandas frames so they can be unit-tested on hand-m
 * Accuracies and the test log-loss (``train_accuracy``, and with a holdout ``test_accuracy`` and
   ``test_log_loss``) are summarised like the excess loss, and reported at the best T chosen on
   the (training) excess loss: they play no part in the selection.
+* Reference: ``ridge_floor`` (F*, :mod:`dpnewton.floor`) is the expected excess loss of
+  Gaussian-perturbed ridge ERM on the local quadratic model at w*, with the best ridge lambda: a
+  yardstick, **not a lower bound**; ``excess_over_floor`` = best-T mean excess loss / F*.
 * ``edge`` is ``high`` for a best T equal to the largest grid value and ``low`` for the smallest
   one when it is above 1 (grids with more than one value only); ``at_edge`` flags both: the grid
   may be too narrow there. A best T = 1 at the bottom of the grid is ``min`` and not an edge:
@@ -207,6 +210,28 @@ def heldout_table(best: pd.DataFrame, optima: list[dict]) -> pd.DataFrame:
     out = best[HELDOUT_COLUMNS].merge(ref, on="dataset", how="left")
     out["selection"] = SELECTION + " (training split)"
     return out.sort_values(GROUP).reset_index(drop=True)
+
+
+def floor_cells(best: pd.DataFrame) -> list[tuple]:
+    """The (dataset, conversion, epsilon, delta) of every cell of the best-T table, once each (delta
+    as the runs recorded it: n^-2 of the training n unless the config sets one)."""
+    cols = ["dataset", "conversion", "epsilon", "delta"]
+    cells = best[cols].drop_duplicates(["dataset", "conversion", "epsilon"]).sort_values(cols[:3])
+    return [(r.dataset, r.conversion, float(r.epsilon), float(r.delta)) for r in cells.itertuples(index=False)]
+
+
+def add_floor_ratio(best: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
+    """Add ``ridge_floor`` (F*, the Gaussian ridge floor of the local quadratic model - not a lower
+    bound; :mod:`dpnewton.floor`) and ``excess_over_floor`` = mean excess loss at best T / F* to every
+    cell of the best-T table. Rows, their order and every other column are unchanged."""
+    f = floor[["dataset", "conversion", "epsilon", "ridge_floor"]]
+    out = best.drop(columns=[c for c in ("ridge_floor", "excess_over_floor") if c in best])
+    out = out.merge(f, on=["dataset", "conversion", "epsilon"], how="left", validate="many_to_one")
+    ex = out["excess_loss_mean"].to_numpy(dtype=float)
+    F = out["ridge_floor"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["excess_over_floor"] = np.where(F > 0, ex / F, np.nan)
+    return out
 
 
 def trivial_baseline(optima: list[dict]) -> pd.DataFrame:

@@ -25,6 +25,10 @@ LABELS = {"dp-gd": "DP-GD", "dp-gd-oracle": "DP-GD-Oracle", "hess-clip": "Hess-c
           "dp-sgd": "DP-SGD", "cubic-newton": "cubic Newton"}
 
 
+#: legend label of the floor line (dpnewton.floor.LABEL)
+FLOOR_LABEL = "Gaussian ridge floor (local quadratic model), not a lower bound"
+
+
 def label(name: str) -> str:
     return LABELS.get(name, name)
 
@@ -68,8 +72,10 @@ def _band(ax, x, mean, se, **kw):
 
 
 def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conversion: str, paths,
-                    title: str = "Privacy-utility trade-off") -> None:
-    """Figure 2 (and 4): best-T mean excess loss vs epsilon, log-log, +-1 s.e. bands, trivial line."""
+                    title: str = "Privacy-utility trade-off", floor: pd.DataFrame | None = None) -> None:
+    """Figure 2 (and 4): best-T mean excess loss vs epsilon, log-log, +-1 s.e. bands, trivial line;
+    with ``floor`` (the floor table) also the Gaussian ridge floor F*(epsilon) of each dataset as a
+    dashed line, labelled as what it is: a reference on the local quadratic model, not a lower bound."""
     _style()
     b = best[(best["conversion"] == conversion) & best["algorithm"].isin(algorithms)]
     datasets = sorted(best["dataset"].unique())
@@ -88,6 +94,11 @@ def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conv
         triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
         if len(triv):
             ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
+        if floor is not None:
+            f = floor[(floor["dataset"] == ds) & (floor["conversion"] == conversion)].sort_values("epsilon")
+            if len(f):
+                ax.plot(f["epsilon"], _positive(f["ridge_floor"]), color="0.45", ls="--", lw=1.2,
+                        label=FLOOR_LABEL)
         if notes:
             ax.text(0.02, 0.02, "runs diverged or worse than w=0 (max over eps):\n" + "\n".join(notes),
                     transform=ax.transAxes, fontsize=5.5, va="bottom", ha="left", alpha=0.8)
@@ -281,7 +292,9 @@ def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
                        fig.get("runtime_algorithms", ["dp-gd", "hess-clip"]),
                        float(fig.get("runtime_epsilon", 1.0)), conv, outputs)
     elif name == "fig2_privacy_utility":
-        privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["privacy_utility"], conv, outputs)
+        floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
+        privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["privacy_utility"], conv, outputs,
+                        floor=floor)
     elif name == "fig3_convergence":
         convergence(pd.read_parquet(inputs["curves"]), fig.get("convergence_algorithms", []),
                     fig.get("convergence_epsilons", [0.1, 10]), conv, outputs)

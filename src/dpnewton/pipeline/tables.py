@@ -15,10 +15,16 @@ from .timing import cost_lookup, load_costs
 log = logging.getLogger("dpnewton.pipeline")
 
 
-def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: dict, conversion: str) -> dict:
+def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: dict, conversion: str,
+              prepared=None, holdout=None) -> dict:
     """Build and write runs, summary, best_T, baseline, update_costs, table1(_long), edges, protocol,
     best_curves, and heldout when ``out`` names it (holdout on). ``timings`` are the timing rule's raw
     CSV files (:mod:`dpnewton.pipeline.timing`).
+
+    With ``prepared`` (the prepared ``results/data/<dataset>.npz`` files) and ``out["floor_parquet"]``
+    also the floor table (:func:`floor_frame`: the Gaussian ridge floor of the local quadratic model,
+    not a lower bound, per (dataset, conversion, epsilon)) and the best-T columns ``ridge_floor`` and
+    ``excess_over_floor``; ``holdout`` is the config's fraction (the training split's optimum and n).
 
     ``out`` maps the aggregate rule's output names (``runs_parquet``, ``runs_csv``, ...) to paths.
     """
@@ -32,11 +38,17 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
     optimum_summaries = [json.loads(Path(p).read_text()) for p in optima]
     baseline = agg.trivial_baseline(optimum_summaries)
     best = agg.add_cell_stability(best, runs, baseline)
+    floor = None
+    if prepared and "floor_parquet" in out:
+        floor = floor_frame(prepared, agg.floor_cells(best), holdout)
+        best = agg.add_floor_ratio(best, floor)
     base_alg, ours = table1.get("baseline", "dp-gd"), table1.get("ours", "hess-clip")
     costs = load_costs(timings)
     t1_long, t1 = agg.table1(best, cost_lookup(costs), base_alg, ours, conversion)
     frames = {"runs": runs, "summary": summary, "best_T": best, "baseline": baseline, "update_costs": costs,
               "table1": t1, "table1_long": t1_long}
+    if floor is not None:
+        frames["floor"] = floor
     if "heldout_parquet" in out:
         frames["heldout"] = agg.heldout_table(best, optimum_summaries)
     for name, frame in frames.items():
@@ -58,6 +70,27 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
     log.info("wrote %d summary rows, %d best-T cells (%d at a grid edge), Table 1 for %d datasets",
              len(summary), len(best), int(best["at_edge"].sum()), len(t1))
     return frames
+
+
+def floor_frame(prepared, cells, holdout=None) -> pd.DataFrame:
+    """The floor table (:func:`dpnewton.floor.floor_table`) of the cells, from the prepared files
+    (dataset = file stem) and their cached optima (the training split's with a holdout)."""
+    from ..floor import floor_table
+    from ..problems import load_problem_from_prepared
+
+    wanted = {c[0] for c in cells}
+    problems = {}
+    for p in prepared:
+        ds = Path(p).stem
+        if ds in wanted:
+            problems[ds] = load_problem_from_prepared(Path(p), holdout=holdout)
+    missing = sorted(wanted - set(problems))
+    if missing:
+        raise ValueError(f"no prepared file for the floor of {missing}")
+    table = floor_table(problems, cells)
+    log.info("Gaussian ridge floor (local quadratic model, not a lower bound) for %d cells of %d datasets",
+             len(table), len(problems))
+    return table
 
 
 def read_table(path) -> pd.DataFrame:
