@@ -100,7 +100,12 @@ def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilo
 
 
 def result_record(result: RunResult, conversion: str, epsilon: float, delta: float) -> dict:
-    """A flat, JSON-ready record of one run (the row the pipeline writes)."""
+    """A flat, JSON-ready record of one run (the row the pipeline writes).
+
+    ``excess_loss`` (what the pipeline selects T on) and ``train_accuracy`` are those of the
+    released model ``result.w``: with iterate averaging (``average`` = uniform | tail) the averaged
+    iterate, else the last iterate; ``last_iterate_excess_loss`` is always w_T's.
+    """
     ident = result.identity
     ledger = result.ledger
     rho = ledger.budget_rho
@@ -111,8 +116,11 @@ def result_record(result: RunResult, conversion: str, epsilon: float, delta: flo
         "epsilon_spent_cks": rho_to_epsilon(rho, delta, "cks") if ledger.entries else float("nan"),
         "conversion_failed": bool(conversion == "official-fsolve" and official_fsolve_failed(epsilon, delta)),
         "iterations": ident.iterations, "seed": ident.seed,
-        "excess_loss": result.final_excess_loss, "runtime_s": result.runtime_s,
-        # share of training rows with <z_i, w_T> > 0 (a margin of exactly 0 counts as wrong)
+        # excess loss of the released model w: the averaged iterate when average != none, else w_T;
+        # last_iterate_excess_loss is always w_T's (equal to excess_loss when average == none)
+        "excess_loss": result.released_excess_loss, "last_iterate_excess_loss": result.final_excess_loss,
+        "average": result.average, "runtime_s": result.runtime_s,
+        # share of training rows with <z_i, w> > 0 for the released w (a margin of exactly 0 counts as wrong)
         "train_accuracy": float("nan") if result.train_accuracy is None else float(result.train_accuracy),
         # zCDP-ledger runs: the sum of per-release rho. Accountant-calibrated runs (amplification by
         # subsampling is not rho-additive) have no rho entries: NaN, and accountant_epsilon instead.
