@@ -64,7 +64,7 @@ def _rule_names() -> set[str]:
     names: set[str] = set()
     for smk in [REPO / "Snakefile", *sorted((REPO / "workflow").rglob("*.smk"))]:
         if smk.exists():
-            names.update(re.findall(r"^\s*rule (\w+):", smk.read_text(), flags=re.M)  # also rules defined under an if)
+            names.update(re.findall(r"^\s*rule (\w+):", smk.read_text(), flags=re.M))  # also rules under an if
     return names
 
 
