@@ -293,12 +293,12 @@ def test_privacy_warning_once_per_process(data, monkeypatch):
 
 def test_supported_algorithms_from_registry():
     assert set(supported_algorithms()) == {"hess-clip", "hess-add", "qu-clip", "qu-add", "dp-gd",
-                                           "cubic-newton"}
+                                           "precond-dp-gd", "cubic-newton"}
     assert set(supported_algorithms()) <= set(ALGORITHMS)
 
 
 @pytest.mark.parametrize("name", sorted(set(ALGORITHMS) - {"hess-clip", "hess-add", "qu-clip", "qu-add",
-                                                           "dp-gd", "cubic-newton"}))
+                                                           "dp-gd", "precond-dp-gd", "cubic-newton"}))
 def test_rejected_algorithms(data, name):
     X, y = data
     with pytest.raises(ValueError, match=f"algorithm='{name}' is not supported") as info:

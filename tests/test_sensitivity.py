@@ -9,7 +9,7 @@ N = n (the public count of D):
 * remove: D' = D - {x_j} (|D'| = n - 1),  both divided by n.
 
 The stated bounds are then: mean gradient 1/n; SOI trace (Hessian, QU) 1/(4n); damped-Newton Hessian
-Frobenius 1/(4n); modified Newton direction ||Psi(H)^-1 g - Psi(H')^-1 g|| <= ||g||/(4 n lambda^2 -/+ lambda)
+Frobenius 1/(4n); precond-dp-gd's curvature bound Z^T Z/(4n), Frobenius and upper triangle, 1/(4n); modified Newton direction ||Psi(H)^-1 g - Psi(H')^-1 g|| <= ||g||/(4 n lambda^2 -/+ lambda)
 for clip/add at a fixed (already released) g. A production mean over its *own* count is the sum/n form
 scaled by count/n; the helpers below use the production functions and apply exactly that scaling.
 
@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from dpnewton.algorithms.newton_direction import direction_sensitivity, modified_newton_direction
+from dpnewton.algorithms.precond import bohning_bound, curvature_sensitivity
 from dpnewton.loss import LogisticProblem
 
 SLACK = 1e-9  # relative floating-point slack on each bound
@@ -118,6 +119,41 @@ def test_damped_newton_hessian_frobenius_at_most_1_over_4n(seed):
         H = _public_mean(lambda p, w: p.hessian(w), Z, N, w) + reg * eye
         Hp = _public_mean(lambda p, w: p.hessian(w), Zp, N, w) + reg * eye
         assert np.linalg.norm(H - Hp, "fro") <= (1.0 / (4 * N)) * (1 + SLACK), rel
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_precond_curvature_bound_moves_at_most_1_over_4n(seed):
+    """precond-dp-gd's B = Z^T Z/(4n): the full matrix moves by ||z||^2/(4n) <= 1/(4n) in Frobenius
+    norm, and its released upper triangle (diagonal included) by no more than that."""
+    for Z, Zp, N, _, rel in neighbour_pairs(seed):
+        B = _public_mean(lambda p: bohning_bound(p), Z, N)
+        Bp = _public_mean(lambda p: bohning_bound(p), Zp, N)
+        diff = B - Bp
+        rows, cols = np.triu_indices(Z.shape[1])
+        fro, tri = np.linalg.norm(diff, "fro"), np.linalg.norm(diff[rows, cols])
+        assert tri <= fro * (1 + SLACK) + 1e-18, rel
+        assert fro <= curvature_sensitivity(N) * (1 + SLACK), rel
+        # exact: the change is +-z z^T/(4N), rank one, so its Frobenius norm is |trace| = ||z||^2/(4N)
+        assert fro == pytest.approx(abs(np.trace(diff)), rel=1e-9, abs=1e-15), rel
+
+
+@pytest.mark.parametrize("n", [3, 50, 1000])
+def test_precond_curvature_bound_sensitivity_is_attained(n):
+    """A unit-norm row attains the Frobenius bound 1/(4n); an axis-aligned one also attains it for
+    the upper-triangle vector (any other unit row changes it by less)."""
+    rng = np.random.default_rng(n)
+    d = 4
+    Z = _dataset(rng, "random", n, d)
+    rows, cols = np.triu_indices(d)
+    B = bohning_bound(LogisticProblem(Z))
+    for x, tri_attained in ((np.eye(d)[2], True), (_unit_rows(rng, 1, d)[0], False)):
+        Bp = _public_mean(lambda p: bohning_bound(p), np.vstack([Z, x]), n)
+        fro, tri = np.linalg.norm(Bp - B, "fro"), np.linalg.norm((Bp - B)[rows, cols])
+        assert fro == pytest.approx(curvature_sensitivity(n), rel=1e-9)
+        if tri_attained:
+            assert tri == pytest.approx(curvature_sensitivity(n), rel=1e-9)
+        else:
+            assert tri < curvature_sensitivity(n)
 
 
 # ---- modified Newton direction ---------------------------------------------------------------

@@ -33,6 +33,10 @@ Audit levels (stated per row of the results table):
              also from the recorded Poisson coin flips; cubic Newton: the first inner model
              gradient), statistic -<g~_0, u>. Its own budget is only a share of the run's;
 ``trace-release``  the first noisy trace tr H(w0) + s_tr xi of the adaptive lambda;
+``curvature-release``  precond-dp-gd: the released entry (1, 1) of B~ = Z^T Z/(4n) + S (the canary
+             u = e_1's coordinate; S's upper triangle is i.i.d. N(0, s_B^2), so this entry carries
+             all of the canary's signal), rebuilt from the recorded draw and the sigma the ledger
+             returned; claim: the GDP epsilon of the curvature share precond_frac of rho;
 ``inner-releases``  cubic Newton: all N noisy model gradients of the (single) outer step, statistic
              the sum of their canary components minus D's model gradient (:func:`_cubic_inner_releases`);
 ``objective-release``  AOP: the perturbed minimiser before the output noise, statistic <theta^, u>
@@ -144,7 +148,8 @@ class CanaryPair:
 
 
 CANARIES = ("opposed", "zero", "zero-orthogonal")
-LEVELS = ("output", "gradient-release", "trace-release", "inner-releases", "objective-release")
+LEVELS = ("output", "gradient-release", "trace-release", "inner-releases", "objective-release",
+          "curvature-release")
 
 
 def canary_pair(n: int = 50, d: int = 2, kind: str = "opposed") -> CanaryPair:
@@ -215,6 +220,16 @@ def default_mechanisms() -> list[AuditMechanism]:
                                     "SOI canary (zero records + one record orthogonal to w0); "
                                     "trace_frac 0.9; output = w0 - released direction",
                                     canary="zero-orthogonal"))
+    # precond-dp-gd: opposed canary (B unchanged, +-u give the same u u^T: the output audits the
+    # gradient release through P^-1) and the SOI canary, which moves B's entry (1, 1) by 1/(4(n+1));
+    # precond_frac 0.9 (a production option) gives the curvature release enough budget to be auditable.
+    mechs.append(AuditMechanism("precond-dp-gd", "precond-dp-gd", 1, {}, ("output", "gradient-release"),
+                                "T=1, step 1: curvature release (unchanged by this canary) + one "
+                                "gradient release through P^-1"))
+    mechs.append(AuditMechanism("precond-dp-gd-soi", "precond-dp-gd", 1, {"precond_frac": 0.9},
+                                ("curvature-release", "output"),
+                                "SOI canary (zero records + one record orthogonal to w0); precond_frac 0.9",
+                                canary="zero-orthogonal"))
     mechs.append(AuditMechanism("dp-sgd", "dp-sgd", 1, {}, ("output",),
                                 "T=1, Poisson q = 5/51 (batch_frac 0.1), RDP-calibrated multiplier",
                                 canary="zero", calibration="accountant"))
@@ -324,6 +339,7 @@ class TrialBatch:
     hyper: dict = field(default_factory=dict)  # hyper-parameters actually run (broken variants)
     inner_releases: np.ndarray | None = None  # (trials,) cubic Newton: sum_i <g^_i - m_D(theta_i), u>
     objective_release: np.ndarray | None = None  # (trials,) AOP: <perturbed minimiser before output noise, u>
+    curvature_release: np.ndarray | None = None  # (trials,) precond-dp-gd: released B~_11
 
 
 def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism, hyper: dict,
@@ -344,12 +360,14 @@ def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: Au
             out[i] = (noisy @ pair.canary) / b_g
         return out
     g = problem.grad(pair.w0)
-    reg = float(hyper.get("reg", 1e-8)) if mech.algorithm != "dp-gd" else 0.0
+    reg = float(hyper.get("reg", 1e-8)) if mech.algorithm not in ("dp-gd", "precond-dp-gd") else 0.0
     g = g + reg * pair.w0
+    # precond-dp-gd releases its curvature first: its first gradient is the second release (and draw)
+    k = 1 if mech.algorithm == "precond-dp-gd" else 0
     for i, c in enumerate(contexts):
-        if not c.ledger.entries or c.ledger.entries[0].quantity != "gradient":
-            raise RuntimeError(f"{mech.algorithm}: the first release is not the gradient")
-        out[i] = g @ pair.canary + c.ledger.returned[0] * (c.rng.draws[0] @ pair.canary)
+        if len(c.ledger.entries) <= k or c.ledger.entries[k].quantity != "gradient":
+            raise RuntimeError(f"{mech.algorithm}: release {k} is not the gradient")
+        out[i] = g @ pair.canary + c.ledger.returned[k] * (c.rng.draws[k] @ pair.canary)
     return out
 
 
@@ -431,6 +449,24 @@ def _first_trace_release(problem: LogisticProblem, pair: CanaryPair, mech: Audit
     return out
 
 
+def _first_curvature_release(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism,
+                             contexts) -> np.ndarray:
+    """precond-dp-gd: the released B~ entry at the canary's coordinate (u = e_1: entry (1, 1), the
+    first of the upper-triangle draw), B_11 + s_B xi_0, per trial; B = Z^T Z/(4n) of this side."""
+    from ..algorithms.precond import bohning_bound
+
+    k = int(np.flatnonzero(pair.canary)[0])
+    if pair.canary[k] != 1.0 or k != 0:
+        raise RuntimeError("the curvature statistic assumes the canary u = e_1")
+    b11 = float(bohning_bound(problem)[0, 0])
+    out = np.empty(len(contexts))
+    for i, c in enumerate(contexts):
+        if not c.ledger.entries or c.ledger.entries[0].quantity != "curvature":
+            raise RuntimeError(f"{mech.algorithm}: the first release is not the curvature")
+        out[i] = b11 + c.ledger.returned[0] * float(c.rng.draws[0][0])
+    return out
+
+
 def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, epsilon: float,
                conversion: str = "gdp", broken: str = "none", seed: int = 0) -> TrialBatch:
     """Run the production optimizer ``trials`` times on D (side "D") or D' (side "D'")."""
@@ -468,7 +504,9 @@ def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, e
         trace = _first_trace_release(problem, pair, mech, contexts)
     if "objective-release" in mech.levels:
         objective = _aop_objective_release(problem, pair, contexts, W)
-    return TrialBatch(W, grad_u, rho, [c.ledger for c in contexts], trace, hyper, inner, objective)
+    curvature = (_first_curvature_release(problem, pair, mech, contexts)
+                 if "curvature-release" in mech.levels else None)
+    return TrialBatch(W, grad_u, rho, [c.ledger for c in contexts], trace, hyper, inner, objective, curvature)
 
 
 def statistic(batch: TrialBatch, pair: CanaryPair, level: str) -> np.ndarray:
@@ -483,6 +521,8 @@ def statistic(batch: TrialBatch, pair: CanaryPair, level: str) -> np.ndarray:
         return -batch.inner_releases
     if level == "objective-release":  # the canary pulls the perturbed minimiser towards +u
         return batch.objective_release
+    if level == "curvature-release":  # the canary adds u u^T/(4n) to B: larger B~_11 on D'
+        return batch.curvature_release
     raise ValueError(f"level={level!r} is unknown; choose one of {', '.join(LEVELS)}")
 
 
@@ -490,6 +530,10 @@ def release_rho_share(mech: AuditMechanism, level: str) -> float:
     """Share of the run's rho spent on what the statistic sees (gradient share of step 0 for releases)."""
     if level == "output" or mech.algorithm in ("dp-gd", "dp-gd-oracle"):
         return 1.0 if level == "output" else 1.0 / mech.iterations
+    if mech.algorithm == "precond-dp-gd":
+        from ..algorithms.precond import PRECOND_FRAC
+
+        return (1.0 - float(mech.hyper.get("precond_frac", PRECOND_FRAC))) / mech.iterations
     gf = float(mech.hyper.get("grad_frac", 0.7))
     return gf / mech.iterations
 
@@ -534,7 +578,7 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
         return float(accountant_epsilon([b_g / n], [z_g], 1, pair.delta))
     if mech.calibration == "ledger" and level == "gradient-release":
         return claimed_epsilon_of_share(batch.rho, release_rho_share(mech, level), pair.delta)
-    index = {"gradient-release": 0, "trace-release": 1}[level]
+    index = {"gradient-release": 0, "trace-release": 1, "curvature-release": 0}[level]
     entry = batch.ledgers[0].entries[index]
     return claimed_epsilon_of_share(batch.rho, entry.rho / batch.rho, pair.delta)
 
