@@ -176,3 +176,21 @@ def test_audit_curvature_release_within_claim_and_half_noise_on_b_flagged():
     assert curv.epsilon_lb > 0.8                            # not vacuous
     broken = _rows("precond-dp-gd-soi", "half-noise", 5000)["curvature-release"]
     assert broken.epsilon_lb > broken.epsilon_audited_part and broken.epsilon_lb > EPS
+
+
+# ---- iterate averaging (as dp-gd: post-processing by the batched driver) ------------------------------
+@pytest.mark.parametrize("average", ["uniform", "tail"])
+def test_averaging_is_post_processing_and_batch_independent(toy_problem, average):
+    plain = {r.identity: r for r in run_algorithm(toy_problem, "toy", ALG, 1.0, [0, 1], [3, 6])}
+    avg = run_algorithm(toy_problem, "toy", ALG, 1.0, [0, 1], [3, 6], hyper={"average": average})
+    for b in avg:
+        a = plain[b.identity]
+        assert a.ledger.as_records() == b.ledger.as_records()
+        assert np.array_equal(a.w, b.w_last) and np.array_equal(a.excess_loss, b.excess_loss)
+        assert b.average == average
+        assert b.averaged_excess_loss == pytest.approx(toy_problem.excess_loss(b.w), rel=1e-10, abs=1e-14)
+        (alone,) = run_algorithm(toy_problem, "toy", ALG, 1.0, [b.identity.seed], [b.identity.iterations],
+                                 hyper={"average": average})
+        assert np.array_equal(alone.w, b.w)
+    with pytest.raises(ValueError, match="average='foo' is unknown"):
+        run_algorithm(toy_problem, "toy", ALG, 1.0, [0], [2], hyper={"average": "foo"})

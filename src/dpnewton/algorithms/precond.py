@@ -24,7 +24,9 @@ B~, the clip, the factorisation and all later steps are post-processing of u(B) 
 
 All runs of a batch share the Gram pass and every pass over Z (:func:`.base.iterate_batched`); each
 run releases its own B~ from its own generator and applies its own P^-1 (one d x d matrix-vector
-product per step), so a run's bits do not depend on its batch. The release of B~ and its
+product per step), so a run's bits do not depend on its batch. ``average`` (none | uniform | tail)
+releases the last iterate or the mean of a window of iterates, as for DP-GD (:func:`.base.average_window`;
+docs/algorithms.md §2.6): post-processing, the ledger is unchanged. The release of B~ and its
 factorisation happen inside the first (timed) update step, after the driver has drawn w0.
 """
 
@@ -38,7 +40,7 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
-from .base import RunContext, RunResult, iterate_batched
+from .base import RunContext, RunResult, check_average, iterate_batched
 from .gradient_descent import _noisy_gradients
 
 PRECOND_STEP = 1.0          # eta = 1: with P ~ B (majorises the Hessian) the Böhning-Lindsay MM step
@@ -56,6 +58,7 @@ class PrecondConfig:
     refresh: int = 0                 # re-release the curvature every k steps (0 = never; only 0 is implemented)
     refresh_soi: str = "hessian"     # SOI of a refresh at w_t: "hessian" | "qu" (unused while refresh = 0)
     reset: bool = False              # the code's data-dependent explosion reset (not private)
+    average: str = "none"            # released model: "none" (w_T) | "uniform" | "tail" (base.average_window)
 
     def validated(self) -> "PrecondConfig":
         if not (isinstance(self.step, (int, float)) and math.isfinite(self.step) and self.step > 0):
@@ -72,6 +75,7 @@ class PrecondConfig:
         if self.refresh != 0:
             raise ValueError(f"refresh={self.refresh!r}: re-releasing the curvature is not implemented; "
                              "only refresh=0 (one release of B before the first step) is available")
+        check_average(self.average)
         return self
 
 
@@ -146,7 +150,7 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
             out[j] = W[j] - cfg.step * (inverses[id(ctx)] @ noisy[j])
         return out
 
-    results = iterate_batched(problem, contexts, step, reset=cfg.reset)
+    results = iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
     for ctx, res in zip(contexts, results):
         res.diagnostics.update(info.get(id(ctx), {}))
     return results
