@@ -9,7 +9,11 @@ Compared after dropping
   timed run, chosen from a timed warm-up; its keys and round counts are compared); ``table1.md``
   holds only those numbers, so only its caption line is compared;
 * provenance that may legitimately differ between two runs: ``git_revision`` (runs.csv/parquet)
-  and ``git_revisions`` (protocol.json) - another commit may land between the runs.
+  and ``git_revisions`` (protocol.json) - another commit may land between the runs; the host
+  columns of the rows (``dpnewton.pipeline.jobs.HOST_COLUMNS``: CPU model and count, platform, BLAS
+  threads, ``timestamp_utc``) and protocol.json's ``host`` block - they say where and when a run
+  was made, and a second run may be made at another time or on another machine. The software
+  versions and the prepared files' sha256 are compared.
 
 Everything else (every other column, the row order, the dtypes, ``best_T_edges.md`` and the rest
 of ``protocol.json``) must be identical: CSV fields are compared as the exact strings in the file,
@@ -33,6 +37,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+
+from dpnewton.pipeline.jobs import HOST_COLUMNS
 
 pytestmark = pytest.mark.slow
 
@@ -65,8 +71,8 @@ TIMING = re.compile(r"(^|[_\s])(runtime|time|elapsed)", re.IGNORECASE)
 TIMING_DERIVED = {"table1": re.compile(r"^eps="), "table1_long": re.compile(r"^ratio$"),
                   # the timing stage's costs, and the run lengths it chose from a timed warm-up
                   "update_costs": re.compile(r"^(steps|first_update_s|s_per_update.*|spread)$")}
-PROVENANCE_MAY_DIFFER = {"git_revision"}
-PROTOCOL_MAY_DIFFER = {"git_revisions"}
+PROVENANCE_MAY_DIFFER = {"git_revision", *HOST_COLUMNS}
+PROTOCOL_MAY_DIFFER = {"git_revisions", "host"}
 
 
 def snakemake_cmd(workdir: Path, *extra: str) -> list[str]:

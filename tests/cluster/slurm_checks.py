@@ -25,6 +25,10 @@ JOBCOMP_RE = re.compile(r"\bJobId=(\d+)\b.*?\bJobState=(\S+)")
 # columns that legitimately differ between runs
 # (columns named like *runtime*, *time*, *elapsed*, and runtime ratios)
 TIMING_RE = re.compile(r"runtime|time|elapsed|(?:^|_)ratio(?:$|_)", re.IGNORECASE)
+# provenance columns that legitimately differ between runs: where and when a run was made (a
+# cluster node may be another machine) and the checkout's revision (a commit may land between the
+# runs); dpnewton.pipeline.jobs.HOST_COLUMNS plus git_revision. Software versions are compared.
+PROVENANCE_RE = re.compile(r"^(cpu_model|cpu_count|platform|blas_threads|timestamp_utc|git_revision)$")
 # tables whose numeric values are all derived from wall-clock times: only their
 # shape, column names and non-numeric (key) columns are compared. The paper's
 # Table 1 is a runtime ratio (DP-GD vs ours), its wide form has eps=... columns;
@@ -133,8 +137,12 @@ def _read_table(path: Path):
     return pd.read_csv(path)
 
 
+def _ignored(column) -> bool:
+    return bool(TIMING_RE.search(str(column)) or PROVENANCE_RE.search(str(column)))
+
+
 def _normalise(df, timing_table=False):
-    keep = [c for c in df.columns if not TIMING_RE.search(str(c))]
+    keep = [c for c in df.columns if not _ignored(c)]
     if timing_table:
         keep = [c for c in keep if not (df[c].dtype.kind in "fiu")]
     df = df[keep]
@@ -160,7 +168,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
     status = 0
     for rel in sorted(files_a):
         ta, tb = _read_table(a / rel), _read_table(b / rel)
-        dropped = [c for c in ta.columns if TIMING_RE.search(str(c))]
+        dropped = [c for c in ta.columns if _ignored(c)]
         if list(ta.columns) != list(tb.columns):
             print(f"{rel}: columns differ: {list(ta.columns)} vs {list(tb.columns)}")
             status = 1
@@ -176,7 +184,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
             status = 1
             continue
         print(f"{rel}: equal ({len(na)} rows, {len(na.columns)} columns compared; "
-              f"ignored timing columns: {dropped or 'none'})")
+              f"ignored timing/host columns: {dropped or 'none'})")
     return status
 
 

@@ -1,5 +1,6 @@
 """Thin adapter: rule run_job -> dpnewton.pipeline.jobs.run_job (one job chunk, rows + curves)."""
-from dpnewton.pipeline.jobs import run_job, setup_log
+from dpnewton.pipeline.jobs import run_job, setup_log, workflow_source_dir
 
 setup_log(snakemake.log[0])
-run_job(snakemake.input.npz, dict(snakemake.params.spec), snakemake.output.rows, snakemake.output.curves)
+run_job(snakemake.input.npz, dict(snakemake.params.spec), snakemake.output.rows, snakemake.output.curves,
+        source_dir=workflow_source_dir(snakemake.scriptdir))

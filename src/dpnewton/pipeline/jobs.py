@@ -2,8 +2,9 @@
 
 Writes (atomically, via :mod:`dpnewton.io`)
 
-* ``rows``: a CSV with one row per run (``head``-readable), the :func:`result_record` columns plus
-  provenance (config hash, package version, git revision, n, d, loss*, hyper-parameters); with a
+* ``rows``: a CSV with one row per run (``head``-readable), the :func:`result_record` columns, n, d,
+  loss*, hyper-parameters and provenance (:func:`provenance`: config hash, package version, git
+  revision, software versions, CPU and BLAS, the prepared file's sha256, a UTC timestamp); with a
   ``holdout`` in the spec the runs see only the training split (:mod:`dpnewton.holdout`), and rows
   add ``holdout``, ``n_test``, ``test_accuracy`` and ``test_log_loss`` of the final iterate;
 * ``curves``: a parquet file of per-iterate excess loss and cumulative update time, downsampled
@@ -42,25 +43,126 @@ CURVE_COLUMNS = ["dataset", "algorithm", "conversion", "epsilon", "seed", "itera
                  "excess_loss", "elapsed_s"]
 
 
-@lru_cache(maxsize=1)
-def git_revision() -> str:
-    """HEAD of the repository holding this package (+ '-dirty' if the tree has changes)."""
-    here = Path(__file__).resolve().parent
-    try:
-        rev = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=20, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=20, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return rev + ("-dirty" if dirty else "")
+#: BLAS threads of the optimizer runs (``dpnewton.experiment.run_algorithm``'s default)
+RUN_BLAS_THREADS = 1
+
+#: the provenance columns of every run row that describe the machine or the moment, not the code or
+#: the data: two runs of the same config on other hosts or at other times differ in them
+HOST_COLUMNS = ["cpu_model", "cpu_count", "platform", "blas_threads", "timestamp_utc"]
 
 
-def provenance(spec: dict) -> dict:
+def _package_dir() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+@lru_cache(maxsize=8)
+def git_revision(source_dir: str | Path | None = None) -> str:
+    """HEAD (+ '-dirty' if tracked files changed) of the git checkout holding ``source_dir`` (the
+    workflow's own source folder), else of the one holding this package; 'unknown' only when neither
+    is inside a git checkout (or git is missing)."""
+    folders = [Path(source_dir)] if source_dir and Path(source_dir).is_dir() else []
+    for here in folders + [_package_dir()]:
+        # safe.directory: a checkout owned by another user (a shared or deployed copy) is still read
+        git = ["git", "-c", "safe.directory=*", "-C", str(here)]
+        try:
+            rev = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True,
+                                 timeout=20, check=True).stdout.strip()
+            dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        return rev + ("-dirty" if dirty else "")
+    return "unknown"
+
+
+@lru_cache(maxsize=8)
+def package_version(source_dir: str | Path | None = None) -> str:
+    """The installed dpnewton's version; without an installed distribution, the ``version`` of the
+    ``pyproject.toml`` beside ``source_dir`` (the workflow's checkout) or above this package."""
     from .. import __version__
 
-    return {"config_hash": config_hash(spec), "package_version": __version__, "git_revision": git_revision(),
-            "python_version": platform.python_version(), "numpy_version": np.__version__}
+    if not __version__.endswith("unknown"):
+        return __version__
+    import tomllib
+
+    roots = [Path(source_dir)] if source_dir else []
+    for root in roots + [_package_dir().parents[1]]:
+        f = root / "pyproject.toml"
+        if f.is_file():
+            project = tomllib.loads(f.read_text()).get("project", {})
+            if project.get("name") == "dpnewton" and project.get("version"):
+                return str(project["version"])
+    return __version__
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return ""
+
+
+@lru_cache(maxsize=1)
+def environment() -> dict:
+    """The host and software columns of a run row (benchopt's ``system-processor``, ``system-cpus``,
+    ``platform``, ``version-numpy``, ``version-scipy`` and the BLAS that numpy calls, by threadpoolctl):
+    CPU model, logical CPU count, platform, BLAS vendor / version / threads in effect during the runs,
+    and the scipy, dp-accounting and snakemake versions ('' when one is not installed)."""
+    import os
+
+    import scipy
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(RUN_BLAS_THREADS):
+        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    mine = [i for i in blas if "numpy" in str(i.get("filepath", ""))] or blas
+    lib = mine[0] if mine else {}
+    return {"cpu_model": _cpu_model(), "cpu_count": int(os.cpu_count() or 0), "platform": platform.platform(),
+            "blas_vendor": str(lib.get("internal_api", "")), "blas_version": str(lib.get("version") or ""),
+            "blas_threads": int(lib.get("num_threads") or 0), "scipy_version": scipy.__version__,
+            "dp_accounting_version": _version("dp-accounting"), "snakemake_version": _version("snakemake")}
+
+
+def utc_timestamp() -> str:
+    """Now, UTC, ISO 8601 to the second (``2026-12-01T20:15:03Z``)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def provenance(spec: dict, prepared: str | Path | None = None, source_dir: str | Path | None = None) -> dict:
+    """The provenance columns of a job's rows: config hash (of the spec), package version and git
+    revision (of ``source_dir``, the workflow's checkout, else of this package's), python / numpy
+    versions, :func:`environment`, and ``dataset_sha256`` (of the prepared file, when given).
+    Each row adds its own ``timestamp_utc``."""
+    out = {"config_hash": config_hash(spec), "package_version": package_version(source_dir),
+           "git_revision": git_revision(source_dir), "python_version": platform.python_version(),
+           "numpy_version": np.__version__, **environment()}
+    if prepared is not None:
+        from ..problems import file_sha256
+
+        out["dataset_sha256"] = file_sha256(Path(prepared))
+    return out
+
+
+def workflow_source_dir(scriptdir: str | Path | None) -> Path | None:
+    """The workflow's checkout (two levels above ``workflow/scripts``), from a script's
+    ``snakemake.scriptdir``; None for a remote (URL) workflow."""
+    if not scriptdir or "://" in str(scriptdir):
+        return None
+    return Path(scriptdir).resolve().parents[1]
 
 
 def curve_indices(T: int, max_points: int) -> np.ndarray:
@@ -80,13 +182,15 @@ def _flatten(record: dict) -> dict:
             for k, v in record.items()}
 
 
-def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: str | Path) -> pd.DataFrame:
-    """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.config.expand`)."""
+def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: str | Path,
+            source_dir: str | Path | None = None) -> pd.DataFrame:
+    """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.config.expand`); ``source_dir``
+    is the workflow's checkout, whose git revision and version the rows record (:func:`provenance`)."""
     from ..problems import load_split_from_prepared
 
     t0 = time.perf_counter()
     problem, test = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"))
-    prov = provenance(spec)
+    prov = provenance(spec, prepared, source_dir)
     Ts = [int(t) for t in spec["iterations"]]
     eps = float(spec["epsilon"])
     max_points = int(spec.get("curves_max_points", 0))
@@ -154,7 +258,8 @@ def _run_unit(problem, spec: dict, base: str, eps: float, seed: int, Ts: list[in
         rec = result_record(res, spec["conversion"], eps, _delta(spec, problem.n))
         rec.update({"algorithm": spec["algorithm"], "base_algorithm": base, "eps_label": spec["eps_label"],
                     "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
-                    "hyper": spec.get("hyper") or {}, "grid_round": grid_round, **prov})
+                    "hyper": spec.get("hyper") or {}, "grid_round": grid_round, **prov,
+                    "timestamp_utc": utc_timestamp()})
         if test is not None:
             rec.update({"holdout": float(spec["holdout"]), "n_test": test.n, **heldout_metrics(test, res.w)})
         rows.append(_flatten(rec))

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..io import atomic_write_json, atomic_write_text
 from . import aggregate as agg
+from .jobs import HOST_COLUMNS, utc_timestamp
 from .timing import cost_lookup, load_costs
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -66,6 +67,7 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
         "cells_at_grid_edge": int(best["at_edge"].sum()), "ledger_mismatches": int(len(bad)),
         "package_versions": sorted(prov["package_version"].astype(str).unique()),
         "git_revisions": sorted(prov["git_revision"].astype(str).unique()),
+        **provenance_summary(runs),
         "table1": {"baseline": base_alg, "ours": ours, "conversion": conversion}})
     log.info("wrote %d summary rows, %d best-T cells (%d at a grid edge), Table 1 for %d datasets",
              len(summary), len(best), int(best["at_edge"].sum()), len(t1))
@@ -91,6 +93,32 @@ def floor_frame(prepared, cells, holdout=None) -> pd.DataFrame:
     log.info("Gaussian ridge floor (local quadratic model, not a lower bound) for %d cells of %d datasets",
              len(table), len(problems))
     return table
+
+
+#: software columns of the run rows, summarised in protocol.json's ``software``
+SOFTWARE_COLUMNS = ["package_version", "python_version", "numpy_version", "scipy_version", "dp_accounting_version",
+                    "snakemake_version", "blas_vendor", "blas_version"]
+
+
+def _values(runs: pd.DataFrame, column: str) -> list[str]:
+    if column not in runs:
+        return []
+    return sorted({str(v) for v in runs[column] if not (isinstance(v, float) and pd.isna(v)) and str(v) != ""})
+
+
+def provenance_summary(runs: pd.DataFrame) -> dict:
+    """protocol.json's provenance blocks, from the run rows (benchopt-style: every distinct value
+    seen, so a mix of versions or hosts shows): ``software`` (versions, BLAS), ``datasets`` (the
+    sha256 of each prepared file) and ``host`` (CPU model and count, platform, BLAS threads, the
+    first and last run's UTC timestamp, and the time the tables were written)."""
+    software = {c: _values(runs, c) for c in SOFTWARE_COLUMNS}
+    datasets = ({str(d): _values(g, "dataset_sha256") for d, g in runs.groupby("dataset", sort=True)}
+                if "dataset_sha256" in runs else {})
+    host = {c: _values(runs, c) for c in HOST_COLUMNS if c != "timestamp_utc"}
+    stamps = _values(runs, "timestamp_utc")
+    host.update({"first_run_utc": stamps[0] if stamps else None, "last_run_utc": stamps[-1] if stamps else None,
+                 "tables_written_utc": utc_timestamp()})
+    return {"software": software, "dataset_sha256": datasets, "host": host}
 
 
 def read_table(path) -> pd.DataFrame:
