@@ -233,3 +233,20 @@ def test_fit_releases_the_average():
     out = fit(X, y, "hess-clip", 1.0, iterations=6, seed=0, average="uniform")
     assert np.array_equal(out.weights, out.run.w) and not np.array_equal(out.weights, out.run.w_last)
     assert out.record["excess_loss"] == out.run.averaged_excess_loss
+
+
+def test_estimator_releases_the_average_with_the_same_privacy_record():
+    import warnings
+
+    from dpnewton import DPLogisticRegression
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((200, 3))
+    y = np.where(X[:, 1] > 0, 1, 0)
+    kw = dict(epsilon=1.0, algorithm="qu-clip", iterations=6, random_state=0, data_norm=5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        last = DPLogisticRegression(**kw).fit(X, y)
+        tail = DPLogisticRegression(**kw, hyper={"average": "tail"}).fit(X, y)
+    assert tail.privacy_record_ == last.privacy_record_
+    assert not np.array_equal(tail.coef_, last.coef_)
