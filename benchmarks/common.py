@@ -44,6 +44,7 @@ SECTIONS = [
     ("pipeline_paper_adult", "5f. The paper config on adult: wall time and per-job phases"),
     ("history", "6. History: the old core (lane-padded gemm) and the proposals now applied"),
     ("aop_tolerance", "7. AOP: one objective draw, Newton to gamma = 1/n^2 (vs the old BFGS retry path)"),
+    ("precond_step", "8. precond-dp-gd: per-step cost vs DP-GD (paired, CPU time)"),
 ]
 
 
