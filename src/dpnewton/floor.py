@@ -92,34 +92,34 @@ def ridge_objective(eigenvalues, b, s2: float, lam) -> np.ndarray | float:
 
 def _phi(l: np.ndarray, b: np.ndarray, s2: float, lam):
     lam_arr = np.atleast_1d(np.asarray(lam, dtype=np.float64))
-    out = np.empty(lam_arr.shape)
+    if (lam_arr < 0).any() or np.isnan(lam_arr).any():
+        raise ValueError(f"lam={lam!r} must be >= 0")
     pos = l > 0
     lp, bp = l[pos], b[pos]
-    quad0 = 0.5 * float(np.sum(lp * bp * bp))
-    for k, lm in enumerate(lam_arr):
-        if lm < 0 or np.isnan(lm):
-            raise ValueError(f"lam={lm!r} must be >= 0")
-        if np.isinf(lm):
-            out[k] = quad0
-        elif lm == 0:
-            if s2 == 0:
-                out[k] = 0.0
-            elif not pos.all():
-                out[k] = np.inf
-            else:
-                out[k] = 0.5 * s2 * float(np.sum(1.0 / lp))
-        else:
-            den = lp + lm
-            shrink = lm / den
-            out[k] = 0.5 * float(np.sum(lp * (shrink * shrink * bp * bp + s2 / (den * den))))
+    out = np.empty(lam_arr.shape)
+    inner = (lam_arr > 0) & np.isfinite(lam_arr)
+    if inner.any():
+        out[inner] = _phi_grid(lp, bp, s2, lam_arr[inner])
+    out[np.isinf(lam_arr)] = 0.5 * float(np.sum(lp * bp * bp))
+    if s2 == 0:
+        at0 = 0.0
+    elif not pos.all():
+        at0 = np.inf  # H + 0 I is singular: the noise in its null space is unbounded
+    else:
+        at0 = 0.5 * s2 * float(np.sum(1.0 / lp))
+    out[lam_arr == 0] = at0
     return out if np.ndim(lam) else float(out[0])
 
 
 def _phi_grid(l: np.ndarray, b: np.ndarray, s2: float, lam: np.ndarray) -> np.ndarray:
     """phi at many lam > 0 at once (grid x coordinates)."""
-    den = l[None, :] + lam[:, None]
-    shrink = lam[:, None] / den
-    return 0.5 * np.sum(l[None, :] * (shrink * shrink * (b * b)[None, :] + s2 / (den * den)), axis=1)
+    out = np.empty(len(lam))
+    step = max(1, (1 << 22) // max(1, len(l)))  # bounded memory for long grids
+    for i in range(0, len(lam), step):
+        den = l[None, :] + lam[i:i + step, None]
+        shrink = lam[i:i + step, None] / den
+        out[i:i + step] = 0.5 * np.sum(l[None, :] * (shrink * shrink * (b * b)[None, :] + s2 / (den * den)), axis=1)
+    return out
 
 
 def ridge_floor(eigenvalues, b, rho: float, n: int) -> tuple[float, float]:
