@@ -298,3 +298,31 @@ def test_pipeline_floor_table_and_best_t_column(tmp_path_factory):
     np.testing.assert_array_equal(best["ridge_floor"], m["ridge_floor_floor"])
     np.testing.assert_allclose(best["excess_over_floor"], best["excess_loss_mean"] / best["ridge_floor"],
                                rtol=1e-15)
+
+
+def test_floor_frame_uses_the_training_split_with_a_holdout(tmp_path):
+    from dpnewton.pipeline import aggregate as agg
+    from dpnewton.pipeline.tables import floor_frame
+    from dpnewton.problems import compute_optimum, load_problem_from_prepared, prepare_source
+
+    prepared = prepare_source(dataset="synthetic", cache_dir=str(tmp_path), n=400, d=5, seed=0).path
+    compute_optimum(prepared, holdout=0.25)
+    train = load_problem_from_prepared(prepared, holdout=0.25)
+    assert train.n == 300
+    delta = default_delta(train.n)
+    best = pd.DataFrame({"dataset": ["synthetic"] * 3, "algorithm": ["b", "a", "a"], "conversion": ["bs16"] * 3,
+                         "epsilon": [1.0, 1.0, 0.1], "delta": [delta] * 3, "excess_loss_mean": [0.02, 0.01, 0.05]})
+    cells = agg.floor_cells(best)
+    assert cells == [("synthetic", "bs16", 0.1, delta), ("synthetic", "bs16", 1.0, delta)]
+    table = floor_frame([prepared], cells, holdout=0.25)
+    assert list(table["epsilon"]) == [0.1, 1.0] and (table["n"] == 300).all()
+    for r in table.itertuples(index=False):
+        ref = dataset_floor(train, r.epsilon, delta, "bs16")
+        assert r.ridge_floor == ref["ridge_floor"] and r.loss_opt == train.loss_opt
+    out = agg.add_floor_ratio(best, table)
+    pd.testing.assert_frame_equal(out[best.columns], best)  # rows, order and old columns unchanged
+    F = dict(zip(table["epsilon"], table["ridge_floor"]))
+    np.testing.assert_array_equal(out["excess_over_floor"],
+                                  best["excess_loss_mean"] / best["epsilon"].map(F))
+    with pytest.raises(ValueError, match="no prepared file"):
+        floor_frame([prepared], [("a1a", "bs16", 1.0, delta)])
