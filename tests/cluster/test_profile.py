@@ -62,7 +62,7 @@ def _snakemake_options() -> frozenset[str]:
 
 def _rule_names() -> set[str]:
     names: set[str] = set()
-    for smk in [REPO / "Snakefile", *sorted((REPO / "workflow").rglob("*.smk"))]:
+    for smk in [REPO / "Snakefile", REPO / "workflow" / "Snakefile", *sorted((REPO / "workflow").rglob("*.smk"))]:
         if smk.exists():
             names.update(re.findall(r"^\s*rule (\w+):", smk.read_text(), flags=re.M))  # also rules under an if
     return names

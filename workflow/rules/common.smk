@@ -16,7 +16,8 @@ with open(workflow.source_path("../schemas/config.schema.yaml")) as fh:
     pipecfg.coerce_cli_values(config, yaml.safe_load(fh))
 validate(config, schema="../schemas/config.schema.yaml")
 
-REPO = Path(workflow.basedir)
+# the workflow's checkout (two levels above this file), whichever Snakefile or module loads it
+REPO = Path(str(workflow.current_basedir)).parents[1]
 PLAN = pipecfg.expand(config, base_dir=REPO)
 JOBS = PLAN.job_index
 DATASETS = list(PLAN.datasets)

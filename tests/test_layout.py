@@ -1,0 +1,75 @@
+"""The standard Snakemake layout: the workflow is ``workflow/Snakefile``; the top-level ``Snakefile``
+only includes it, and both give the same rules, the same DAG and the same jobs (default target
+included). Also the catalog file, the licence and the ``.test`` config."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.test_config_errors import _env
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
+
+
+def _snakemake(*args: str, cwd: Path = REPO) -> str:
+    cmd = [sys.executable, "-m", "snakemake", *args]
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300, env=_env())
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    return res.stdout
+
+
+def _job_stats(dry_run: str) -> str:
+    """The job-stats table of a dry run (the per-job blocks carry dates and random job order)."""
+    m = re.search(r"^Job stats:\n(.*?)\n\n", dry_run, re.MULTILINE | re.DOTALL)
+    assert m, dry_run[-2000:]
+    return m.group(1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", [None, TEST_CONFIG], ids=["default-config", "test-config"])
+def test_both_entries_give_the_same_workflow(tmp_path, config):
+    common = ["--cores", "2", "--directory", str(tmp_path)]
+    if config is not None:
+        common += ["--configfile", str(config)]
+    entries = {"top-level": [], "workflow/Snakefile": ["-s", str(REPO / "workflow" / "Snakefile")]}
+    rules = {k: _snakemake("--list-rules", *e, *common) for k, e in entries.items()}
+    dags = {k: _snakemake("--dag", *e, *common) for k, e in entries.items()}
+    stats = {k: _job_stats(_snakemake("-n", *e, *common)) for k, e in entries.items()}
+    assert rules["top-level"] == rules["workflow/Snakefile"]
+    assert dags["top-level"] == dags["workflow/Snakefile"]
+    assert stats["top-level"] == stats["workflow/Snakefile"]
+    # the default target is rule all, and it is not empty
+    assert re.search(r"^all\s+1$", stats["top-level"], re.MULTILINE)
+    assert re.search(r"^run_job\s+\d+$", stats["top-level"], re.MULTILINE)
+    assert "digraph" in dags["top-level"]
+
+
+def test_catalog_file_has_the_documented_keys():
+    cat = yaml.safe_load((REPO / ".snakemake-workflow-catalog.yml").read_text())
+    usage = cat["usage"]
+    assert set(usage) == {"mandatory-flags", "software-stack-deployment", "report"}
+    assert set(usage["mandatory-flags"]) == {"desc", "flags"}
+    assert set(usage["software-stack-deployment"]) <= {"conda", "apptainer", "apptainer+conda"}
+    assert usage["report"] is True
+
+
+def test_license_is_the_apache_2_text_of_pyproject():
+    text = (REPO / "LICENSE").read_text()
+    assert "Apache License\n                           Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text and len(text.splitlines()) > 190
+    assert 'license = {text = "Apache-2.0"}' in (REPO / "pyproject.toml").read_text()
+
+
+def test_test_config_is_small_and_valid():
+    from dpnewton.pipeline import config as pipecfg
+
+    cfg = yaml.safe_load(TEST_CONFIG.read_text())
+    plan = pipecfg.expand(cfg, base_dir=REPO)
+    assert list(plan.datasets) == ["synthetic"] and len(plan.jobs) <= 8
