@@ -1,5 +1,5 @@
 """precond-dp-gd: replay from the formula, ledger shares, the clipped preconditioner, convergence,
-batch independence, bad hyper-parameters and the empirical audit (docs/algorithms.md §13)."""
+batch independence, refresh, bad hyper-parameters and the empirical audit (docs/algorithms.md §13)."""
 
 from __future__ import annotations
 
@@ -21,37 +21,47 @@ ALG = "precond-dp-gd"
 EPS = 3.0
 
 
-def _replay(p, eps, seed, T, step=1.0, frac=0.1, mult=2.0):
+def _replay(p, eps, seed, T, step=1.0, frac=0.1, mult=2.0, refresh=0, soi="hessian"):
     """w_T written out from the formula with numpy only (no package code but the run's generator)."""
     n, d, Z = p.n, p.d, p.Z
     rng = RunIdentity("toy", ALG, float(eps), seed, T).generator()
     u = rng.standard_normal(d)
     w = u / np.linalg.norm(u)
     rho = epsilon_to_rho(eps, 1 / n**2, "bs16")
-    s_b = (1 / (4 * n)) / math.sqrt(2 * frac * rho)
-    B = Z.T @ Z / (4 * n)
-    xi = rng.standard_normal(d * (d + 1) // 2)
-    S, k = np.zeros((d, d)), 0
-    for i in range(d):
-        for j in range(i, d):
-            S[i, j] = S[j, i] = s_b * xi[k]
-            k += 1
+    releases = 1 if refresh == 0 else math.ceil(T / refresh)
+    s_b = (1 / (4 * n)) / math.sqrt(2 * frac * rho / releases)
     lam = mult * s_b * math.sqrt(d)
-    vals, vecs = np.linalg.eigh(B + S)
-    P = vecs @ np.diag(np.maximum(vals, lam)) @ vecs.T
+
+    def preconditioner(C):
+        xi = rng.standard_normal(d * (d + 1) // 2)
+        S, k = np.zeros((d, d)), 0
+        for i in range(d):
+            for j in range(i, d):
+                S[i, j] = S[j, i] = s_b * xi[k]
+                k += 1
+        vals, vecs = np.linalg.eigh(C + S)
+        return vecs @ np.diag(np.maximum(vals, lam)) @ vecs.T
+
+    P = preconditioner(Z.T @ Z / (4 * n))
     s_g = (1 / n) / math.sqrt(2 * (1 - frac) * rho / T)
-    for _ in range(T):
-        g = -(Z.T @ special.expit(-(Z @ w))) / n + s_g * rng.standard_normal(d)
+    for t in range(T):
+        m = Z @ w
+        if refresh and t > 0 and t % refresh == 0:
+            c = special.expit(m) * special.expit(-m) if soi == "hessian" else np.tanh(m / 2) / (2 * m)
+            P = preconditioner((Z * c[:, None]).T @ Z / n)
+        g = -(Z.T @ special.expit(-m)) / n + s_g * rng.standard_normal(d)
         w = w - step * np.linalg.solve(P, g)
     return w, lam
 
 
-@pytest.mark.parametrize("eps,T,hyper", [(1.0, 1, {}), (2.0, 7, {}),
-                                         (0.5, 4, {"step": 0.5, "precond_frac": 0.3, "lambda_mult": 1.0})])
+@pytest.mark.parametrize("eps,T,hyper", [
+    (1.0, 1, {}), (2.0, 7, {}), (0.5, 4, {"step": 0.5, "precond_frac": 0.3, "lambda_mult": 1.0}),
+    (5.0, 7, {"refresh": 3}), (5.0, 6, {"refresh": 2, "refresh_soi": "qu", "precond_frac": 0.4}),
+    (2.0, 3, {"refresh": 5})])
 def test_replay_from_the_formula(toy_problem, eps, T, hyper):
     (res,) = run_algorithm(toy_problem, "toy", ALG, eps, [3], [T], hyper=hyper)
     w, lam = _replay(toy_problem, eps, 3, T, hyper.get("step", 1.0), hyper.get("precond_frac", 0.1),
-                     hyper.get("lambda_mult", 2.0))
+                     hyper.get("lambda_mult", 2.0), hyper.get("refresh", 0), hyper.get("refresh_soi", "hessian"))
     np.testing.assert_allclose(res.w, w, rtol=1e-9, atol=1e-12)
     assert res.diagnostics["lambda"] == pytest.approx(lam, rel=1e-12)
 
@@ -76,6 +86,19 @@ def test_ledger_entries_and_rho_shares(toy_problem, frac):
         assert math.isclose(res.ledger.spent_rho, rho, rel_tol=1e-12)
         assert res.ledger.rho_by_quantity()["curvature"] == pytest.approx(frac * rho, rel=1e-15)
         assert res.diagnostics["sigma_curvature"] == entries[0].sigma
+
+
+@pytest.mark.parametrize("refresh,T,at", [(1, 3, [0, 1, 2]), (2, 5, [0, 2, 4]), (4, 8, [0, 4]), (9, 4, [0])])
+def test_refresh_ledger_releases_and_shares(toy_problem, refresh, T, at):
+    eps, frac = 0.5, 0.2
+    rho = epsilon_to_rho(eps, 1 / toy_problem.n**2, "bs16")
+    (res,) = run_algorithm(toy_problem, "toy", ALG, eps, [0], [T], hyper={"refresh": refresh, "precond_frac": frac})
+    curv = [e for e in res.ledger.entries if e.quantity == "curvature"]
+    assert [e.step for e in curv] == at and res.diagnostics["curvature_releases"] == len(at)
+    assert all(e.rho == pytest.approx(frac * rho / len(at), rel=1e-12) for e in curv)
+    assert all(e.sensitivity == 1 / (4 * toy_problem.n) for e in curv)
+    assert [e.quantity for e in res.ledger.entries if e.step == at[-1]][0] == "curvature"   # before the gradient
+    assert math.isclose(res.ledger.spent_rho, rho, rel_tol=1e-12)
 
 
 def test_bohning_bound_is_one_gram_pass_and_majorises_the_hessian(toy_problem):
@@ -120,21 +143,23 @@ def test_symmetric_release_draws_the_upper_triangle_once():
     np.testing.assert_array_equal(out, 2.0 * np.array([[1, 2, 3], [2, 4, 5], [3, 5, 6]]))
 
 
-def test_huge_epsilon_converges_near_the_optimum(toy_problem):
-    (res,) = run_algorithm(toy_problem, "toy", ALG, 1e9, [0], [60])
+@pytest.mark.parametrize("hyper,T", [({}, 60), ({"refresh": 1}, 12), ({"refresh": 3, "refresh_soi": "qu"}, 40)])
+def test_huge_epsilon_converges_near_the_optimum(toy_problem, hyper, T):
+    (res,) = run_algorithm(toy_problem, "toy", ALG, 1e9, [0], [T], hyper=hyper)
     assert -1e-12 < res.final_excess_loss < 1e-9
     assert res.diagnostics["clipped_eigenvalues"] == 0
 
 
-def test_batch_independence_and_determinism(toy_problem):
-    a = run_algorithm(toy_problem, "toy", ALG, 1.0, [0, 1, 2], [2, 5])
-    b = run_algorithm(toy_problem, "toy", ALG, 1.0, [2, 1, 0], [5, 2])
+@pytest.mark.parametrize("hyper", [{}, {"refresh": 2, "refresh_soi": "qu"}])
+def test_batch_independence_and_determinism(toy_problem, hyper):
+    a = run_algorithm(toy_problem, "toy", ALG, 1.0, [0, 1, 2], [2, 5], hyper=hyper)
+    b = run_algorithm(toy_problem, "toy", ALG, 1.0, [2, 1, 0], [5, 2], hyper=hyper)
     by_id = {r.identity: r for r in b}
     for r in a:
         other = by_id[r.identity]
         assert np.array_equal(r.w, other.w) and np.array_equal(r.excess_loss, other.excess_loss)
         assert r.diagnostics["lambda"] == other.diagnostics["lambda"]
-    single = run_algorithm(toy_problem, "toy", ALG, 1.0, [1], [5])[0]
+    single = run_algorithm(toy_problem, "toy", ALG, 1.0, [1], [5], hyper=hyper)[0]
     assert np.array_equal(single.w, by_id[single.identity].w)
     assert not np.array_equal(a[0].w, a[2].w)
     assert get_algorithm(ALG).batched
@@ -145,7 +170,7 @@ def test_batch_independence_and_determinism(toy_problem):
     ({"precond_frac": 0.0}, "precond_frac=0.0"), ({"precond_frac": 1.0}, "precond_frac=1.0"),
     ({"precond_frac": 1.5}, "precond_frac=1.5"),
     ({"lambda_mult": 0.0}, "lambda_mult=0.0"), ({"lambda_mult": -2.0}, "lambda_mult=-2.0"),
-    ({"refresh": 5}, "not implemented"), ({"refresh": -1}, "refresh=-1"), ({"refresh": 1.5}, "refresh=1.5"),
+    ({"refresh": -1}, "refresh=-1"), ({"refresh": 1.5}, "refresh=1.5"), ({"refresh": True}, "refresh=True"),
     ({"refresh_soi": "gauss"}, "refresh_soi='gauss'"), ({"momentum": 0.9}, "unknown hyper-parameter"),
 ])
 def test_bad_hyper_values_raise(toy_problem, hyper, match):

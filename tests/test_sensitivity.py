@@ -137,6 +137,19 @@ def test_precond_curvature_bound_moves_at_most_1_over_4n(seed):
         assert fro == pytest.approx(abs(np.trace(diff)), rel=1e-9, abs=1e-15), rel
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("soi", ["hessian", "qu"])
+def test_precond_refresh_soi_upper_triangle_moves_at_most_1_over_4n(seed, soi):
+    """precond-dp-gd's refresh releases the SOI at w_t the same way: Frobenius and upper triangle <= 1/(4n)."""
+    for Z, Zp, N, w, rel in neighbour_pairs(seed):
+        H = _public_mean(lambda p, w: p.soi_from_margins(p.margins(w), soi), Z, N, w)
+        Hp = _public_mean(lambda p, w: p.soi_from_margins(p.margins(w), soi), Zp, N, w)
+        rows, cols = np.triu_indices(Z.shape[1])
+        fro, tri = np.linalg.norm(H - Hp, "fro"), np.linalg.norm((H - Hp)[rows, cols])
+        assert tri <= fro * (1 + SLACK) + 1e-18, rel
+        assert fro <= curvature_sensitivity(N) * (1 + SLACK), rel
+
+
 @pytest.mark.parametrize("n", [3, 50, 1000])
 def test_precond_curvature_bound_sensitivity_is_attained(n):
     """A unit-norm row attains the Frobenius bound 1/(4n); an axis-aligned one also attains it for

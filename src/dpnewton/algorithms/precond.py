@@ -14,6 +14,13 @@ margin 0: q(0) = 1/4). The method
 4. runs T steps w <- w - eta P^-1 (g(w) + N(0, s_g^2 I)) with DP-GD's gradient release
    (sensitivity 1/n, rho_g = (1 - precond_frac) rho/T each; :func:`.gradient_descent._noisy_gradients`).
 
+``refresh = k > 0``: the curvature is released again at every t = k, 2k, ... < T, as the SOI
+(``refresh_soi``: Hessian or H_qu, §1.1) at the current iterate w_t, computed from the margins
+Z w_t of the step's pass (one more Gram pass per run), with the same upper-triangle release; P is
+recomputed and refactored. The R = ceil(T/k) releases of a run (B included) share rho_B evenly,
+precond_frac rho / R each, and lambda follows their noise scale. A per-record SOI term is
+c(m) z z^T/n with c <= 1/4, so the sensitivity below holds for every release.
+
 Sensitivity of the curvature release: one added or removed row changes B by z z^T/(4n) (n public,
 docs/algorithms.md §6.1), whose Frobenius norm is ||z||^2/(4n) <= 1/(4n). The released vector is
 the upper triangle u(B) = (B_ij)_{i <= j}; ||u(z z^T)||^2 = (||z||^4 + sum_i z_i^4)/2 <= ||z||^4, so
@@ -55,7 +62,7 @@ class PrecondConfig:
     step: float = PRECOND_STEP
     precond_frac: float = PRECOND_FRAC
     lambda_mult: float = LAMBDA_MULT
-    refresh: int = 0                 # re-release the curvature every k steps (0 = never; only 0 is implemented)
+    refresh: int = 0                 # re-release the curvature every k steps, at w_t (0 = never)
     refresh_soi: str = "hessian"     # SOI of a refresh at w_t: "hessian" | "qu" (unused while refresh = 0)
     reset: bool = False              # the code's data-dependent explosion reset (not private)
     average: str = "none"            # released model: "none" (w_T) | "uniform" | "tail" (base.average_window)
@@ -72,9 +79,6 @@ class PrecondConfig:
             raise ValueError(f"refresh_soi={self.refresh_soi!r} is unknown; choose 'hessian' or 'qu'")
         if isinstance(self.refresh, bool) or not isinstance(self.refresh, (int, np.integer)) or self.refresh < 0:
             raise ValueError(f"refresh={self.refresh!r} must be an integer >= 0 (0 = never)")
-        if self.refresh != 0:
-            raise ValueError(f"refresh={self.refresh!r}: re-releasing the curvature is not implemented; "
-                             "only refresh=0 (one release of B before the first step) is available")
         check_average(self.average)
         return self
 
@@ -119,6 +123,12 @@ def clipped_inverse(B: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
     return (vecs / clipped) @ vecs.T, clipped
 
 
+def curvature_releases(T: int, refresh: int) -> int:
+    """Number R of curvature releases of a run of T updates: at t = 0 and, with refresh = k > 0, at
+    every t = k, 2k, ... < T, i.e. ceil(T/k); 1 without refresh."""
+    return 1 if refresh == 0 else -(-T // refresh)
+
+
 def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
                       cfg: PrecondConfig = PrecondConfig()) -> list[RunResult]:
     cfg = cfg.validated()
@@ -131,19 +141,29 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
     info: dict[int, dict] = {}
     shared = {}
 
-    def release_curvature(ctx: RunContext) -> None:
-        if "B" not in shared:
-            shared["B"] = bohning_bound(problem)
-        s_b = ctx.ledger.charge(0, "curvature", curvature_sensitivity(n), frac * ctx.rho)
-        noisy = release_symmetric(shared["B"], s_b, ctx.rng)
+    def release_curvature(ctx: RunContext, t: int, margins: np.ndarray | None) -> None:
+        """Release B (t = 0, margins None) or the refresh SOI at w_t (from its margins Z w_t)."""
+        if margins is None:
+            if "B" not in shared:
+                shared["B"] = bohning_bound(problem)
+            curvature = shared["B"]
+        else:
+            curvature = problem.soi_from_margins(margins, cfg.refresh_soi)
+        releases = curvature_releases(ctx.iterations, cfg.refresh)
+        s_b = ctx.ledger.charge(t, "curvature", curvature_sensitivity(n), frac * ctx.rho / releases)
+        noisy = release_symmetric(curvature, s_b, ctx.rng)
         lam = spectral_lambda(s_b, d, cfg.lambda_mult)
         inverses[id(ctx)], eig = clipped_inverse(noisy, lam)
-        info[id(ctx)] = {"lambda": lam, "sigma_curvature": s_b, "clipped_eigenvalues": int(np.sum(eig <= lam))}
+        if margins is None:
+            info[id(ctx)] = {"lambda": lam, "sigma_curvature": s_b, "clipped_eigenvalues": int(np.sum(eig <= lam)),
+                             "curvature_releases": releases}
 
     def step(W, M, G, ctxs, t):
-        for ctx in ctxs:
+        for j, ctx in enumerate(ctxs):
             if id(ctx) not in inverses:        # t = 0: after the driver drew w0
-                release_curvature(ctx)
+                release_curvature(ctx, t, None)
+            elif cfg.refresh and t % cfg.refresh == 0:
+                release_curvature(ctx, t, M[:, j])
         noisy = _noisy_gradients(G, [grad_views[id(c)] for c in ctxs], n, t)
         out = np.empty_like(W)
         for j, ctx in enumerate(ctxs):
