@@ -21,7 +21,7 @@ ALG = "precond-dp-gd"
 EPS = 3.0
 
 
-def _replay(p, eps, seed, T, step=1.0, frac=0.1, mult=2.0, refresh=0, soi="hessian"):
+def _replay(p, eps, seed, T, step=1.0, frac=0.1, mult=2.0, refresh=0, soi="hessian", mode="spectral"):
     """w_T written out from the formula with numpy only (no package code but the run's generator)."""
     n, d, Z = p.n, p.d, p.Z
     rng = RunIdentity("toy", ALG, float(eps), seed, T).generator()
@@ -30,7 +30,7 @@ def _replay(p, eps, seed, T, step=1.0, frac=0.1, mult=2.0, refresh=0, soi="hessi
     rho = epsilon_to_rho(eps, 1 / n**2, "bs16")
     releases = 1 if refresh == 0 else math.ceil(T / refresh)
     s_b = (1 / (4 * n)) / math.sqrt(2 * frac * rho / releases)
-    lam = mult * s_b * math.sqrt(d)
+    lams = []
 
     def preconditioner(C):
         xi = rng.standard_normal(d * (d + 1) // 2)
@@ -39,6 +39,12 @@ def _replay(p, eps, seed, T, step=1.0, frac=0.1, mult=2.0, refresh=0, soi="hessi
             for j in range(i, d):
                 S[i, j] = S[j, i] = s_b * xi[k]
                 k += 1
+        if mode == "spectral":
+            lam = mult * s_b * math.sqrt(d)
+        else:   # docs/algorithms.md §2.3 (v2 constants) on tr B~, with the release's rho
+            tau = 0.5 * max(np.trace(C + S), 0.0)
+            lam = max((tau / (n * n * frac * rho / releases)) ** (1 / 3), 1 / n)
+        lams.append(lam)
         vals, vecs = np.linalg.eigh(C + S)
         return vecs @ np.diag(np.maximum(vals, lam)) @ vecs.T
 
@@ -51,19 +57,22 @@ def _replay(p, eps, seed, T, step=1.0, frac=0.1, mult=2.0, refresh=0, soi="hessi
             P = preconditioner((Z * c[:, None]).T @ Z / n)
         g = -(Z.T @ special.expit(-m)) / n + s_g * rng.standard_normal(d)
         w = w - step * np.linalg.solve(P, g)
-    return w, lam
+    return w, lams
 
 
 @pytest.mark.parametrize("eps,T,hyper", [
     (1.0, 1, {}), (2.0, 7, {}), (0.5, 4, {"step": 0.5, "precond_frac": 0.3, "lambda_mult": 1.0}),
     (5.0, 7, {"refresh": 3}), (5.0, 6, {"refresh": 2, "refresh_soi": "qu", "precond_frac": 0.4}),
-    (2.0, 3, {"refresh": 5})])
+    (2.0, 3, {"refresh": 5}), (1.0, 4, {"lambda_mode": "adaptive"}),
+    (5.0, 5, {"lambda_mode": "adaptive", "refresh": 2, "precond_frac": 0.5})])
 def test_replay_from_the_formula(toy_problem, eps, T, hyper):
     (res,) = run_algorithm(toy_problem, "toy", ALG, eps, [3], [T], hyper=hyper)
     w, lam = _replay(toy_problem, eps, 3, T, hyper.get("step", 1.0), hyper.get("precond_frac", 0.1),
-                     hyper.get("lambda_mult", 2.0), hyper.get("refresh", 0), hyper.get("refresh_soi", "hessian"))
+                     hyper.get("lambda_mult", 2.0), hyper.get("refresh", 0), hyper.get("refresh_soi", "hessian"),
+                     hyper.get("lambda_mode", "spectral"))
     np.testing.assert_allclose(res.w, w, rtol=1e-9, atol=1e-12)
-    assert res.diagnostics["lambda"] == pytest.approx(lam, rel=1e-12)
+    np.testing.assert_allclose(res.diagnostics["lambdas"], lam, rtol=1e-9)
+    assert res.diagnostics["lambda"] == res.diagnostics["lambdas"][0]
 
 
 @pytest.mark.parametrize("frac", [0.1, 0.5, 0.9])
@@ -171,7 +180,7 @@ def test_batch_independence_and_determinism(toy_problem, hyper):
     ({"precond_frac": 1.5}, "precond_frac=1.5"),
     ({"lambda_mult": 0.0}, "lambda_mult=0.0"), ({"lambda_mult": -2.0}, "lambda_mult=-2.0"),
     ({"refresh": -1}, "refresh=-1"), ({"refresh": 1.5}, "refresh=1.5"), ({"refresh": True}, "refresh=True"),
-    ({"refresh_soi": "gauss"}, "refresh_soi='gauss'"), ({"momentum": 0.9}, "unknown hyper-parameter"),
+    ({"refresh_soi": "gauss"}, "refresh_soi='gauss'"), ({"lambda_mode": "fixed"}, "lambda_mode='fixed'"), ({"momentum": 0.9}, "unknown hyper-parameter"),
 ])
 def test_bad_hyper_values_raise(toy_problem, hyper, match):
     with pytest.raises(ValueError, match=match):

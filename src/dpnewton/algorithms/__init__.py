@@ -91,8 +91,9 @@ for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
 register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
                        batched=True))
 register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd),
-                       "DP-GD preconditioned by a once-released Böhning bound Z^T Z/(4n), eigenvalues "
-                       "clipped at lambda_mult * sigma_B * sqrt(d); step 1, precond_frac 0.1 of rho for B",
+                       "DP-GD preconditioned by a privately released Böhning bound Z^T Z/(4n), eigenvalues "
+                       "clipped at lambda_mult * sigma_B * sqrt(d) (or lambda_mode=adaptive); step 1, "
+                       "precond_frac 0.1 of rho for B; refresh=k: SOI at w_t every k steps",
                        batched=True))
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", batched=True,

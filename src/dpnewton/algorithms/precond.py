@@ -10,7 +10,8 @@ margin 0: q(0) = 1/4). The method
    rho_B = precond_frac * rho (:func:`release_symmetric`);
 3. sets P = Psi_lambda(B~), the eigenvalue clip at lambda of docs/algorithms.md §2.1, with the
    data-independent lambda = lambda_mult * s_B * sqrt(d) (about lambda_mult/2 times the spectral
-   norm 2 s_B sqrt(d) of the noise S), and factors it once (one ``eigh``: P^-1 = V diag(1/max(v, lambda)) V^T);
+   norm 2 s_B sqrt(d) of the noise S; ``lambda_mode="adaptive"``: the double-noise method's
+   private minimum-eigenvalue rule on tr B~, :func:`adaptive_curvature_lambda`), and factors it once (one ``eigh``: P^-1 = V diag(1/max(v, lambda)) V^T);
 4. runs T steps w <- w - eta P^-1 (g(w) + N(0, s_g^2 I)) with DP-GD's gradient release
    (sensitivity 1/n, rho_g = (1 - precond_frac) rho/T each; :func:`.gradient_descent._noisy_gradients`).
 
@@ -48,6 +49,7 @@ from scipy import linalg
 
 from ..loss import LogisticProblem
 from .base import RunContext, RunResult, check_average, iterate_batched
+from .double_noise import CONSTANTS, DoubleNoiseConfig, adaptive_lambda
 from .gradient_descent import _noisy_gradients
 
 PRECOND_STEP = 1.0          # eta = 1: with P ~ B (majorises the Hessian) the Böhning-Lindsay MM step
@@ -55,6 +57,7 @@ PRECOND_FRAC = 0.1          # share of rho spent on the single release of B
 LAMBDA_MULT = 2.0           # lambda = LAMBDA_MULT * s_B * sqrt(d) ~ the spectral norm of the noise S
 BOHNING_WEIGHT = 0.25       # q(0) = 1/4: B = Z^T diag(1/4) Z / n
 REFRESH_SOIS = ("hessian", "qu")
+LAMBDA_MODES = ("spectral", "adaptive")
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class PrecondConfig:
     step: float = PRECOND_STEP
     precond_frac: float = PRECOND_FRAC
     lambda_mult: float = LAMBDA_MULT
+    lambda_mode: str = "spectral"    # "spectral" (lambda_mult * s_B * sqrt(d)) | "adaptive" (§2.3 rule on tr B~)
     refresh: int = 0                 # re-release the curvature every k steps, at w_t (0 = never)
     refresh_soi: str = "hessian"     # SOI of a refresh at w_t: "hessian" | "qu" (unused while refresh = 0)
     reset: bool = False              # the code's data-dependent explosion reset (not private)
@@ -75,6 +79,8 @@ class PrecondConfig:
         if not (isinstance(self.lambda_mult, (int, float)) and math.isfinite(self.lambda_mult)
                 and self.lambda_mult > 0):
             raise ValueError(f"lambda_mult={self.lambda_mult!r} must be a finite number > 0")
+        if self.lambda_mode not in LAMBDA_MODES:
+            raise ValueError(f"lambda_mode={self.lambda_mode!r} is unknown; choose 'spectral' or 'adaptive'")
         if self.refresh_soi not in REFRESH_SOIS:
             raise ValueError(f"refresh_soi={self.refresh_soi!r} is unknown; choose 'hessian' or 'qu'")
         if isinstance(self.refresh, bool) or not isinstance(self.refresh, (int, np.integer)) or self.refresh < 0:
@@ -107,6 +113,15 @@ def release_symmetric(A: np.ndarray, sigma: float, rng) -> np.ndarray:
 def spectral_lambda(sigma_b: float, d: int, lambda_mult: float) -> float:
     """lambda = lambda_mult * s_B * sqrt(d): data-independent (s_B depends only on n, rho, precond_frac)."""
     return float(lambda_mult * sigma_b * math.sqrt(d))
+
+
+def adaptive_curvature_lambda(noisy: np.ndarray, n: int, rho_release: float) -> float:
+    """The double-noise method's private minimum-eigenvalue rule (docs/algorithms.md §2.3, released
+    constants "v2": :func:`.double_noise.adaptive_lambda`) with tau~ = 0.5 max(tr B~, 0) and the
+    curvature release's rho in place of rho_dir: lambda = max((tau~/(n^2 rho_release))^(1/3), 1/n).
+    tr B~ is read off the released matrix (post-processing: no extra release, no extra budget)."""
+    tau = CONSTANTS["v2"]["trace_coeff"] * max(float(np.trace(noisy)), 0.0)
+    return adaptive_lambda(tau, n, rho_release, DoubleNoiseConfig())
 
 
 def clipped_inverse(B: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -150,13 +165,18 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
         else:
             curvature = problem.soi_from_margins(margins, cfg.refresh_soi)
         releases = curvature_releases(ctx.iterations, cfg.refresh)
-        s_b = ctx.ledger.charge(t, "curvature", curvature_sensitivity(n), frac * ctx.rho / releases)
+        rho_release = frac * ctx.rho / releases
+        s_b = ctx.ledger.charge(t, "curvature", curvature_sensitivity(n), rho_release)
         noisy = release_symmetric(curvature, s_b, ctx.rng)
-        lam = spectral_lambda(s_b, d, cfg.lambda_mult)
+        if cfg.lambda_mode == "spectral":
+            lam = spectral_lambda(s_b, d, cfg.lambda_mult)
+        else:
+            lam = adaptive_curvature_lambda(noisy, n, rho_release)
         inverses[id(ctx)], eig = clipped_inverse(noisy, lam)
         if margins is None:
             info[id(ctx)] = {"lambda": lam, "sigma_curvature": s_b, "clipped_eigenvalues": int(np.sum(eig <= lam)),
-                             "curvature_releases": releases}
+                             "curvature_releases": releases, "lambdas": []}
+        info[id(ctx)]["lambdas"].append(lam)
 
     def step(W, M, G, ctxs, t):
         for j, ctx in enumerate(ctxs):
