@@ -73,3 +73,36 @@ def test_test_config_is_small_and_valid():
     cfg = yaml.safe_load(TEST_CONFIG.read_text())
     plan = pipecfg.expand(cfg, base_dir=REPO)
     assert list(plan.datasets) == ["synthetic"] and len(plan.jobs) <= 8
+
+
+BLOCKER = '''import sys
+
+
+class _NoDpnewton:
+    """Makes ``import dpnewton`` fail, as in a Python that has Snakemake but not the package."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "dpnewton" or name.startswith("dpnewton."):
+            raise ImportError(f"No module named {name!r}")
+        return None
+
+
+sys.meta_path.insert(0, _NoDpnewton())
+'''
+
+
+@pytest.mark.slow
+def test_parse_without_the_package_names_the_fix(tmp_path):
+    """The job plan is built by the package at parse time; without it, the parse stops with the
+    install command (a sitecustomize on PYTHONPATH blocks ``import dpnewton``)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCKER)
+    env = dict(_env(), PYTHONPATH=str(site))
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--directory", str(tmp_path / "run"),
+           "--configfile", str(TEST_CONFIG)]
+    res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert "builds its job plan with the dpnewton package while it is parsed" in out, out[-2000:]
+    assert f"pip install --no-deps {REPO}" in out

@@ -8,6 +8,18 @@ rule aggregate:
         prepared=expand("results/data/{dataset}.npz", dataset=DATASETS),
     output:
         **{f"{t}_parquet": f"results/tables/{t}.parquet" for t in TABLES},
+        **(
+            {
+                "heldout_csv": report(
+                    "results/tables/heldout.csv",
+                    caption="../report/heldout.rst",
+                    category="Tables",
+                    labels={"table": "held-out metrics at best T"},
+                )
+            }
+            if HOLDOUT is not None
+            else {}
+        ),
         runs_csv="results/tables/runs.csv",
         summary_csv="results/tables/summary.csv",
         best_T_csv=report(
@@ -47,20 +59,11 @@ rule aggregate:
             labels={"table": "Gaussian ridge floor (local quadratic model), not a lower bound"},
         ),
         # with a holdout: held-out metrics at best T (heldout_parquet comes with TABLES)
-        **(
-            {
-                "heldout_csv": report(
-                    "results/tables/heldout.csv",
-                    caption="../report/heldout.rst",
-                    category="Tables",
-                    labels={"table": "held-out metrics at best T"},
-                )
-            }
-            if HOLDOUT is not None
-            else {}
-        ),
     log:
         "logs/aggregate.log",
+    localrule: True
+    conda:
+        "../../envs/dpnewton.yaml"
     params:
         protocol=PROTOCOL,
         table1=config.get("table1", {}),
@@ -68,8 +71,5 @@ rule aggregate:
         holdout=HOLDOUT,
     message:
         "Aggregating the run rows into tables"
-    localrule: True
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/aggregate.py"

@@ -23,14 +23,14 @@ rule claims:
         divergence="results/claims/divergence.csv",
     log:
         "logs/claims.log",
+    localrule: True
+    conda:
+        "../../envs/dpnewton.yaml"
     params:
         claims=CLAIMS,
         protocol=PROTOCOL,
     message:
         "Checking the paper's claims"
-    localrule: True
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/claims.py"
 
@@ -43,9 +43,9 @@ rule publish_claims:
     log:
         "logs/publish_claims.log",
     localrule: True
-    message:
-        "Copying the claims report to figures/"
     conda:
         "../../envs/dpnewton.yaml"
+    message:
+        "Copying the claims report to figures/"
     script:
         "../scripts/publish.py"

@@ -4,20 +4,30 @@ import sys
 from pathlib import Path
 
 import yaml
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from dpnewton.pipeline import config as pipecfg
-from dpnewton.pipeline import timing as pipetiming
-from dpnewton.problems import optimum_paths
+# the workflow's checkout (two levels above this file), whichever Snakefile or module loads it
+REPO = Path(str(workflow.current_basedir)).parents[1]
 
+# The job plan is built by the package while the workflow is parsed, so the Python that runs
+# Snakemake needs it too (--sdm conda provides it to the jobs only).
+try:
+    from dpnewton.pipeline import config as pipecfg
+    from dpnewton.pipeline import timing as pipetiming
+    from dpnewton.problems import optimum_paths
+except ImportError as exc:
+    raise WorkflowError(
+        f"the workflow builds its job plan with the dpnewton package while it is parsed, and "
+        f"importing it failed ({exc}). Install it into the Python that runs Snakemake: "
+        f"pip install -r {REPO / 'envs' / 'requirements.txt'} && pip install --no-deps {REPO}"
+    ) from exc
 
 # `--config key=false` arrives as the string "false": make it the boolean the schema asks for
 with open(workflow.source_path("../schemas/config.schema.yaml")) as fh:
     pipecfg.coerce_cli_values(config, yaml.safe_load(fh))
 validate(config, schema="../schemas/config.schema.yaml")
 
-# the workflow's checkout (two levels above this file), whichever Snakefile or module loads it
-REPO = Path(str(workflow.current_basedir)).parents[1]
 PLAN = pipecfg.expand(config, base_dir=REPO)
 JOBS = PLAN.job_index
 DATASETS = list(PLAN.datasets)
@@ -94,9 +104,15 @@ TIMED = timed_configurations()
 
 
 def timing_spec(wildcards):
-    spec = {"dataset": wildcards.dataset, "configurations": TIMED, "repeats": TIMING.get("repeats", 5),
-            "seconds_per_run": TIMING.get("seconds_per_run", 0.5), "epsilon": TIMING.get("epsilon", 1.0),
-            "conversion": PRIMARY, "delta": config.get("delta")}
+    spec = {
+        "dataset": wildcards.dataset,
+        "configurations": TIMED,
+        "repeats": TIMING.get("repeats", 5),
+        "seconds_per_run": TIMING.get("seconds_per_run", 0.5),
+        "epsilon": TIMING.get("epsilon", 1.0),
+        "conversion": PRIMARY,
+        "delta": config.get("delta"),
+    }
     if HOLDOUT is not None:
         spec["holdout"] = HOLDOUT
     return spec
@@ -155,8 +171,12 @@ def table_files():
 def claims_files(folder="results"):
     if folder == "figures":
         return ["figures/claims.md"]
-    return ["results/claims/claims.md", "results/claims/claims.csv", "results/claims/robustness.csv",
-            "results/claims/divergence.csv"]
+    return [
+        "results/claims/claims.md",
+        "results/claims/claims.csv",
+        "results/claims/robustness.csv",
+        "results/claims/divergence.csv",
+    ]
 
 
 def final_outputs():

@@ -4,13 +4,13 @@ rule prepare_data:
         meta="results/data/{dataset}.json",
     log:
         "logs/prepare_data/{dataset}.log",
+    conda:
+        "../../envs/dpnewton.yaml"
     params:
         options=dataset_options,
         data_dir=data_dir(),
         allow_download=config.get("allow_download", False),
     message:
         "Preparing dataset {wildcards.dataset}"
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/prepare_data.py"

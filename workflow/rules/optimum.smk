@@ -8,10 +8,10 @@ rule optimum:
         json="results/data/{dataset}.optimum.json",
     log:
         "logs/optimum/{dataset}.log",
-    message:
-        "Non-private optimum of {wildcards.dataset}"
     conda:
         "../../envs/dpnewton.yaml"
+    message:
+        "Non-private optimum of {wildcards.dataset}"
     script:
         "../scripts/optimum.py"
 
@@ -28,11 +28,11 @@ if HOLDOUT is not None:
             json=OPTIMUM_JSON,
         log:
             "logs/optimum_holdout/{dataset}.log",
+        conda:
+            "../../envs/dpnewton.yaml"
         params:
             holdout=HOLDOUT,
         message:
             "Non-private optimum of the training split of {wildcards.dataset} (holdout {params.holdout})"
-        conda:
-            "../../envs/dpnewton.yaml"
         script:
             "../scripts/optimum_holdout.py"

@@ -15,6 +15,9 @@ rule fig1_runtime:
         ],
     log:
         "logs/figures/fig1_runtime.log",
+    localrule: True
+    conda:
+        "../../envs/dpnewton.yaml"
     params:
         figure="fig1_runtime",
         figures=FIG,
@@ -25,9 +28,6 @@ rule fig1_runtime:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 1: excess loss vs runtime"
-    localrule: True
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/figure.py"
 
@@ -49,6 +49,9 @@ rule fig2_privacy_utility:
         ],
     log:
         "logs/figures/fig2_privacy_utility.log",
+    localrule: True
+    conda:
+        "../../envs/dpnewton.yaml"
     params:
         figure="fig2_privacy_utility",
         figures=FIG,
@@ -59,9 +62,6 @@ rule fig2_privacy_utility:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 2: privacy-utility"
-    localrule: True
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/figure.py"
 
@@ -82,6 +82,9 @@ rule fig3_convergence:
         ],
     log:
         "logs/figures/fig3_convergence.log",
+    localrule: True
+    conda:
+        "../../envs/dpnewton.yaml"
     params:
         figure="fig3_convergence",
         figures=FIG,
@@ -92,9 +95,6 @@ rule fig3_convergence:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 3: convergence vs DP-GD-Oracle"
-    localrule: True
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/figure.py"
 
@@ -115,6 +115,9 @@ rule fig4_minibatch:
         ],
     log:
         "logs/figures/fig4_minibatch.log",
+    localrule: True
+    conda:
+        "../../envs/dpnewton.yaml"
     params:
         figure="fig4_minibatch",
         figures=FIG,
@@ -125,9 +128,6 @@ rule fig4_minibatch:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 4: minibatch vs DP-SGD"
-    localrule: True
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/figure.py"
 
@@ -148,6 +148,9 @@ rule fig5_conversions:
         ],
     log:
         "logs/figures/fig5_conversions.log",
+    localrule: True
+    conda:
+        "../../envs/dpnewton.yaml"
     params:
         figure="fig5_conversions",
         figures=FIG,
@@ -158,9 +161,6 @@ rule fig5_conversions:
         minibatch=minibatch_algorithms(),
     message:
         "Figure 5: conversions"
-    localrule: True
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/figure.py"
 
@@ -182,6 +182,9 @@ if HOLDOUT is not None:
             ],
         log:
             "logs/figures/fig6_heldout.log",
+        localrule: True
+        conda:
+            "../../envs/dpnewton.yaml"
         params:
             figure="fig6_heldout",
             figures=FIG,
@@ -192,8 +195,5 @@ if HOLDOUT is not None:
             minibatch=minibatch_algorithms(),
         message:
             "Figure 6: held-out test metrics"
-        localrule: True
-        conda:
-            "../../envs/dpnewton.yaml"
         script:
             "../scripts/figure.py"

@@ -6,9 +6,9 @@ rule publish:
     log:
         "logs/publish.log",
     localrule: True
-    message:
-        "Copying the final figures to figures/"
     conda:
         "../../envs/dpnewton.yaml"
+    message:
+        "Copying the final figures to figures/"
     script:
         "../scripts/publish.py"

@@ -9,12 +9,12 @@ rule run_job:
         curves="results/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.curves.parquet",
     log:
         "logs/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.log",
-    params:
-        spec=job_spec,
-    threads: 1
-    message:
-        "{wildcards.algorithm} on {wildcards.dataset}, eps={wildcards.eps} ({wildcards.conversion}), seeds {wildcards.chunk}"
     conda:
         "../../envs/dpnewton.yaml"
+    threads: 1
+    params:
+        spec=job_spec,
+    message:
+        "{wildcards.algorithm} on {wildcards.dataset}, eps={wildcards.eps} ({wildcards.conversion}), seeds {wildcards.chunk}"
     script:
         "../scripts/run_job.py"

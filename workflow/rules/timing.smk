@@ -7,14 +7,14 @@ rule time_updates:
         "results/timing/{dataset}.csv",
     log:
         "logs/timing/{dataset}.log",
-    params:
-        spec=timing_spec,
+    conda:
+        "../../envs/dpnewton.yaml"
     # every core of a local run, so that no other job runs beside the timed runs (BLAS stays on one
     # thread inside); under a cluster profile, the profile's cores
     threads: lambda wildcards: workflow.cores
+    params:
+        spec=timing_spec,
     message:
         "Timing lone runs on {wildcards.dataset}"
-    conda:
-        "../../envs/dpnewton.yaml"
     script:
         "../scripts/time_updates.py"
