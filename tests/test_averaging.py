@@ -3,7 +3,8 @@
 * Known answers: with stubbed steps, both drivers release the mean of the stated window of the
   recorded iterates (uniform: w_1..w_T; tail: w_{floor(T/2)+1}..w_T), and its excess loss equals
   l(w_bar) - loss* computed independently with an extra pass over Z.
-* Post-processing: an averaged run spends exactly the ledger of the same run with average=none
+* Post-processing (dp-gd, dp-gd-oracle, the four double-noise variants, damped-newton and
+  precond-dp-gd): an averaged run spends exactly the ledger of the same run with average=none
   (entries, rho, sensitivities, sigmas, generator state) and has bit-identical iterates.
 * Batch independence of averaged DP-GD / DP-GD-Oracle runs; bad values; the result record.
 """
@@ -19,7 +20,8 @@ from dpnewton.api import fit
 from dpnewton.experiment import make_contexts, result_record, run_algorithm
 from dpnewton.loss import LogisticProblem
 
-ALGORITHMS = ["dp-gd", "dp-gd-oracle", "hess-clip", "hess-add", "qu-clip", "qu-add", "damped-newton"]
+ALGORITHMS = ["dp-gd", "dp-gd-oracle", "hess-clip", "hess-add", "qu-clip", "qu-add", "damped-newton",
+              "precond-dp-gd"]
 
 
 def _problem(n=300, d=5, seed=0):
@@ -168,7 +170,8 @@ def _by_key(results):
     return {(r.identity.seed, r.identity.iterations): r for r in results}
 
 
-@pytest.mark.parametrize("algorithm,Ts", [("dp-gd", [4, 9]), ("dp-gd-oracle", [3, 5]), ("hess-clip", [2, 3])])
+@pytest.mark.parametrize("algorithm,Ts", [("dp-gd", [4, 9]), ("dp-gd-oracle", [3, 5]), ("hess-clip", [2, 3]),
+                                          ("precond-dp-gd", [3, 6])])
 @pytest.mark.parametrize("average", ["uniform", "tail"])
 def test_averaged_runs_do_not_depend_on_their_batch(problem, algorithm, Ts, average):
     hyper = {"average": average}
