@@ -1,4 +1,5 @@
 # Helpers only (no rules): config validation, experiment expansion, input functions.
+import os
 import re
 import sys
 from pathlib import Path
@@ -9,6 +10,8 @@ from snakemake.utils import validate
 
 # the workflow's checkout (two levels above this file), whichever Snakefile or module loads it
 REPO = Path(str(workflow.current_basedir)).parents[1]
+# where envs/dpnewton.post-deploy.sh installs the package from (--sdm conda)
+os.environ["DPNEWTON_SOURCE"] = str(REPO)
 
 # The job plan is built by the package while the workflow is parsed, so the Python that runs
 # Snakemake needs it too (--sdm conda provides it to the jobs only).
