@@ -35,7 +35,7 @@ def test_env_file_pins_everything_and_names_no_path():
 
 def test_the_workflow_exports_its_checkout_for_the_post_deploy_script():
     common = (REPO / "workflow" / "rules" / "common.smk").read_text()
-    assert 'os.environ["DPNEWTON_SOURCE"] = str(REPO)' in common
+    assert "os.environ.update(DPNEWTON_SOURCE=str(REPO))" in common
     assert "DPNEWTON_SOURCE" in POST_DEPLOY.read_text()
 
 

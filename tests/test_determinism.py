@@ -5,8 +5,9 @@ Compared after dropping
 * timing columns: names matching ``runtime*``, ``time*``, ``elapsed*`` as a word (``runtime_s``,
   ``runtime_s_mean``, ``runtime_s_mean_dp_gd``, ``min runtime hess-clip (s)``, ``elapsed_s``) and the
   columns *derived* from runtimes only: Table 1's ratio columns (``eps=...``),
-  ``table1_long.ratio`` and the timing stage's ``update_costs`` (costs, spread, and the updates per
-  timed run, chosen from a timed warm-up; its keys and round counts are compared); ``table1.md``
+  ``table1_long.ratio``, the timing stage's ``update_costs`` (costs, spread, and the updates per
+  timed run, chosen from a timed warm-up; its keys and round counts are compared) and the measured
+  wall time, CPU time and memory of ``resources`` (its rules and job counts are compared); ``table1.md``
   holds only those numbers, so only its caption line is compared;
 * provenance that may legitimately differ between two runs: ``git_revision`` (runs.csv/parquet)
   and ``git_revisions`` (protocol.json) - another commit may land between the runs; the host
@@ -70,7 +71,9 @@ N_ROWS_PER_JOB = 2 * 2  # seeds x Ts
 TIMING = re.compile(r"(^|[_\s])(runtime|time|elapsed)", re.IGNORECASE)
 TIMING_DERIVED = {"table1": re.compile(r"^eps="), "table1_long": re.compile(r"^ratio$"),
                   # the timing stage's costs, and the run lengths it chose from a timed warm-up
-                  "update_costs": re.compile(r"^(steps|first_update_s|s_per_update.*|spread)$")}
+                  "update_costs": re.compile(r"^(steps|first_update_s|s_per_update.*|spread)$"),
+                  # measured resource use of the jobs (rule resources; its rules and job counts are compared)
+                  "resources": re.compile(r"^(wall_s|cpu_s|max_rss_mb)_")}
 PROVENANCE_MAY_DIFFER = {"git_revision", *HOST_COLUMNS}
 PROTOCOL_MAY_DIFFER = {"git_revisions", "host"}
 

@@ -106,3 +106,15 @@ def test_parse_without_the_package_names_the_fix(tmp_path):
     assert res.returncode != 0
     assert "builds its job plan with the dpnewton package while it is parsed" in out, out[-2000:]
     assert f"pip install --no-deps {REPO}" in out
+
+
+def test_lint_and_format():
+    lint = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env=_env())
+    assert lint.returncode == 0 and "Congratulations" in lint.stdout + lint.stderr, lint.stdout + lint.stderr
+    snakefmt = Path(sys.executable).with_name("snakefmt")
+    if not snakefmt.exists():
+        pytest.skip("snakefmt is not installed (envs/requirements.txt pins it)")
+    fmt = subprocess.run([str(snakefmt), "--check", "Snakefile", "workflow/"], cwd=REPO, capture_output=True,
+                         text=True, timeout=300)
+    assert fmt.returncode == 0, fmt.stderr[-3000:]

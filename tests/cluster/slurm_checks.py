@@ -33,8 +33,8 @@ PROVENANCE_RE = re.compile(r"^(cpu_model|cpu_count|platform|blas_threads|timesta
 # shape, column names and non-numeric (key) columns are compared. The paper's
 # Table 1 is a runtime ratio (DP-GD vs ours), its wide form has eps=... columns;
 # update_costs holds the timing stage's per-update costs (and run lengths chosen
-# from a timed warm-up).
-TIMING_TABLES = ("table1", "update_costs")
+# from a timed warm-up); resources the jobs' measured wall time, CPU time and memory.
+TIMING_TABLES = ("table1", "update_costs", "resources")
 
 
 def finished_jobs(log_text: str, rule: str) -> set[str]:

@@ -11,7 +11,7 @@ from snakemake.utils import validate
 # the workflow's checkout (two levels above this file), whichever Snakefile or module loads it
 REPO = Path(str(workflow.current_basedir)).parents[1]
 # where envs/dpnewton.post-deploy.sh installs the package from (--sdm conda)
-os.environ["DPNEWTON_SOURCE"] = str(REPO)
+os.environ.update(DPNEWTON_SOURCE=str(REPO))
 
 # The job plan is built by the package while the workflow is parsed, so the Python that runs
 # Snakemake needs it too (--sdm conda provides it to the jobs only).
@@ -182,8 +182,24 @@ def claims_files(folder="results"):
     ]
 
 
+def all_benchmarks():
+    """Rule -> the benchmark files of its jobs (rule resources summarizes them)."""
+    optimum = "optimum" if HOLDOUT is None else "optimum_holdout"
+    out = {
+        "prepare_data": expand("results/benchmarks/prepare_data/{dataset}.tsv", dataset=DATASETS),
+        optimum: expand(f"results/benchmarks/{optimum}/{{dataset}}.tsv", dataset=DATASETS),
+        "run_job": [j.stem.replace("results/runs/", "results/benchmarks/run_job/", 1) + ".tsv" for j in PLAN.jobs],
+    }
+    if TIMED:
+        out["time_updates"] = expand("results/benchmarks/time_updates/{dataset}.tsv", dataset=DATASETS)
+    return out
+
+
+RESOURCE_TABLES = ["results/tables/resources.parquet", "results/tables/resources.csv"]
+
+
 def final_outputs():
-    out = table_files() + figure_files() + ["results/tables/best_curves.parquet"]
+    out = table_files() + figure_files() + ["results/tables/best_curves.parquet"] + RESOURCE_TABLES
     if CLAIMS.get("enabled", False):
         out += claims_files()
     if config.get("publish_figures", False):

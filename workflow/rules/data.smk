@@ -4,6 +4,8 @@ rule prepare_data:
         meta="results/data/{dataset}.json",
     log:
         "logs/prepare_data/{dataset}.log",
+    benchmark:
+        "results/benchmarks/prepare_data/{dataset}.tsv"
     conda:
         "../../envs/dpnewton.yaml"
     params:

@@ -8,6 +8,8 @@ rule optimum:
         json="results/data/{dataset}.optimum.json",
     log:
         "logs/optimum/{dataset}.log",
+    benchmark:
+        "results/benchmarks/optimum/{dataset}.tsv"
     conda:
         "../../envs/dpnewton.yaml"
     message:
@@ -28,6 +30,8 @@ if HOLDOUT is not None:
             json=OPTIMUM_JSON,
         log:
             "logs/optimum_holdout/{dataset}.log",
+        benchmark:
+            "results/benchmarks/optimum_holdout/{dataset}.tsv"
         conda:
             "../../envs/dpnewton.yaml"
         params:

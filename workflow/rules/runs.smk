@@ -9,6 +9,8 @@ rule run_job:
         curves="results/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.curves.parquet",
     log:
         "logs/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.log",
+    benchmark:
+        "results/benchmarks/run_job/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.tsv"
     conda:
         "../../envs/dpnewton.yaml"
     threads: 1

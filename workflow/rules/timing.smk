@@ -7,6 +7,8 @@ rule time_updates:
         "results/timing/{dataset}.csv",
     log:
         "logs/timing/{dataset}.log",
+    benchmark:
+        "results/benchmarks/time_updates/{dataset}.tsv"
     conda:
         "../../envs/dpnewton.yaml"
     # every core of a local run, so that no other job runs beside the timed runs (BLAS stays on one
