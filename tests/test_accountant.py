@@ -70,7 +70,7 @@ def test_integer_orders_match_dp_accounting():
     orders = [2.0, 3.0, 17.0, 200.0]
     a = RdpAccountant(orders)
     a.compose(dp_accounting.PoissonSampledDpEvent(0.05, dp_accounting.GaussianDpEvent(1.3)))
-    np.testing.assert_allclose(acc.poisson_gaussian_rdp(0.05, 1.3, orders), a._rdp, rtol=1e-10)
+    np.testing.assert_allclose(acc.poisson_gaussian_rdp(0.05, 1.3, orders), a.rdp, rtol=1e-10)
 
 
 def test_calibration_is_cached():

@@ -133,7 +133,7 @@ def poisson_gaussian_rdp(q: float, z: float, orders=None) -> np.ndarray:
 
             acc = _rdp.RdpAccountant(list(orders[frac_idx]))
             acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)))
-            out[frac_idx] = np.asarray(acc._rdp if not hasattr(type(acc), "rdp") else acc.rdp)
+            out[frac_idx] = acc.rdp  # public property (a copy of the composed RDP per order)
         finally:
             absl_logger.setLevel(level)
     return out
