@@ -29,23 +29,23 @@ def test_best_loss_reproduced_partly_not():
     for e, (o, g) in zip([0.01, 0.1, 1, 10], [(1, 2), (1, 2), (1, 2), (3, 2)]):
         rows += [cell("s", "hess-clip", e, o), cell("s", "dp-gd", e, g)]
     r = cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], trivial=10.0)
-    assert r["verdict"] == cl.REPRODUCED and r["wins"] == 3 and r["n"] == 4
+    assert r.verdict == cl.REPRODUCED and r.wins == 3 and r.n == 4
     rows = [cell("s", "hess-clip", e, 3.0) for e in (0.01, 0.1, 1, 10)] + \
            [cell("s", "dp-gd", e, 1.0) for e in (0.01, 0.1, 1, 10)]
-    assert cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], 10.0)["verdict"] == cl.NOT
+    assert cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], 10.0).verdict == cl.NOT
     # two wins of four -> partly; losses within one combined s.e. count as ties
     rows = [cell("s", "hess-clip", e, m, se=0.5) for e, m in zip((0.01, 0.1, 1, 10), (1, 1, 3, 1.2))] + \
            [cell("s", "dp-gd", e, 1.0, se=0.5) for e in (0.01, 0.1, 1, 10)]
     r = cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], 10.0)
-    assert r["verdict"] == cl.PARTLY and r["wins"] == 2 and r["ties"] == 1
+    assert r.verdict == cl.PARTLY and r.wins == 2 and r.ties == 1
 
 
 def test_best_loss_best_of_our_variants_and_nonfinite_and_trivial():
     rows = [cell("s", "hess-clip", 1, float("inf")), cell("s", "qu-clip", 1, 0.5), cell("s", "dp-gd", 1, 0.7),
             cell("s", "hess-clip", 10, float("nan")), cell("s", "qu-clip", 10, float("inf")), cell("s", "dp-gd", 10, 0.9)]
     r = cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], trivial=0.6)
-    assert r["wins"] == 1 and r["n"] == 2 and "qu-clip 0.5" in r["ours"]
-    assert "trivial" in r["reason"] and "eps=10" in r["reason"]
+    assert r.wins == 1 and r.n == 2 and "qu-clip 0.5" in r.ours
+    assert "trivial" in r.reason and "eps=10" in r.reason
 
 
 def test_setting_cells_tuned_picks_best_configuration_and_drops_reset():
@@ -71,7 +71,7 @@ def test_setting_b_reuses_protocol_rows_only_where_rho_agrees():
                                                  (10.5, 4.87, cl.PARTLY), (0.8, 4.87, cl.NOT),
                                                  (float("nan"), 4.87, cl.NA), (3.0, None, cl.NA)])
 def test_table1_cell(ratio, paper, verdict):
-    assert cl.verdict_table1_cell(ratio, paper, 0.1, 0.2)["verdict"] == verdict
+    assert cl.verdict_table1_cell(ratio, paper, 0.1, 0.2).verdict == verdict
 
 
 def test_table1_cell_within_timing():
@@ -85,14 +85,14 @@ def test_table1_cell_within_timing():
 
 def test_table1_cell_notes_worse_loss():
     r = cl.verdict_table1_cell(5.0, 4.87, ours_loss=0.3, base_loss=0.1)
-    assert r["verdict"] == cl.REPRODUCED and "worse than DP-GD" in r["reason"]
+    assert r.verdict == cl.REPRODUCED and "worse than DP-GD" in r.reason
 
 
 def test_speedup():
-    assert cl.verdict_speedup([12, 20, 30, 35])["verdict"] == cl.REPRODUCED
-    assert cl.verdict_speedup([2, 3, 5, 12])["verdict"] == cl.PARTLY
-    assert cl.verdict_speedup([0.3, 0.5, 2])["verdict"] == cl.NOT
-    assert cl.verdict_speedup([float("nan")])["verdict"] == cl.NA
+    assert cl.verdict_speedup([12, 20, 30, 35]).verdict == cl.REPRODUCED
+    assert cl.verdict_speedup([2, 3, 5, 12]).verdict == cl.PARTLY
+    assert cl.verdict_speedup([0.3, 0.5, 2]).verdict == cl.NOT
+    assert cl.verdict_speedup([float("nan")]).verdict == cl.NA
 
 
 def curve(alg, times, losses, ds="s", eps=1.0, conv="bs16"):
@@ -104,10 +104,10 @@ def test_fig1_dp_gd_loss_at_ours_runtime():
     c = pd.concat([curve("hess-clip", [0, 1, 2], [0.5, 0.05, 0.014]),
                    curve("dp-gd", [0, 1, 2, 3, 4], [0.5, 0.2, 0.041, 0.02, 0.01])])
     r = cl.verdict_fig1(c, "s", 1.0, "bs16", "hess-clip", "dp-gd", best_loss=0.01)
-    assert r["verdict"] == cl.REPRODUCED and r["ratio"] == pytest.approx(0.041 / 0.014)
+    assert r.verdict == cl.REPRODUCED and r.ratio == pytest.approx(0.041 / 0.014)
     c = pd.concat([curve("hess-clip", [0, 2], [0.5, 0.03]), curve("dp-gd", [0, 1, 2], [0.5, 0.04, 0.02])])
-    assert cl.verdict_fig1(c, "s", 1.0, "bs16", "hess-clip", "dp-gd", 0.02)["verdict"] == cl.NOT
-    assert cl.verdict_fig1(c.iloc[:0], "s", 1.0, "bs16", "hess-clip", "dp-gd", 0.02)["verdict"] == cl.NA
+    assert cl.verdict_fig1(c, "s", 1.0, "bs16", "hess-clip", "dp-gd", 0.02).verdict == cl.NOT
+    assert cl.verdict_fig1(c.iloc[:0], "s", 1.0, "bs16", "hess-clip", "dp-gd", 0.02).verdict == cl.NA
 
 
 def _oracle_summary(ours, oracle):
@@ -129,14 +129,14 @@ def test_oracle_fewer_iterations_to_a_common_level():
     ours = [(1, 0.5), (2, 0.1), (5, 0.05)]
     # Oracle worse than ours: level = its best 0.1, reached by ours at T=2 and by the Oracle at T=20
     r = _oracle_verdict(ours, [(5, 0.3), (10, 0.2), (20, 0.1)])
-    assert r["verdict"] == cl.REPRODUCED and "hess-clip T=2" in r["ours"] and "Oracle T=20" in r["ours"]
-    assert r["ours"].startswith("to reach 0.1 (the higher of the two best losses")
+    assert r.verdict == cl.REPRODUCED and "hess-clip T=2" in r.ours and "Oracle T=20" in r.ours
+    assert r.ours.startswith("to reach 0.1 (the higher of the two best losses")
     # Oracle better than ours: level = ours' best 0.05, reached by ours at T=5 and by the Oracle at T=10
     r = _oracle_verdict(ours, [(5, 0.3), (10, 0.04), (20, 0.01)])
-    assert r["verdict"] == cl.REPRODUCED and "hess-clip T=5" in r["ours"] and "Oracle T=10" in r["ours"]
+    assert r.verdict == cl.REPRODUCED and "hess-clip T=5" in r.ours and "Oracle T=10" in r.ours
     # the Oracle reaches ours' best loss first: not reproduced
     r = _oracle_verdict(ours, [(1, 0.04), (20, 0.01)])
-    assert r["verdict"] == cl.NOT and "Oracle T=1" in r["ours"]
+    assert r.verdict == cl.NOT and "Oracle T=1" in r.ours
 
 
 def test_oracle_verdict_does_not_move_with_the_oracle_cap():
@@ -145,32 +145,32 @@ def test_oracle_verdict_does_not_move_with_the_oracle_cap():
     grid = [(5, 0.4), (10, 0.2), (20, 0.1), (40, 0.05), (80, 0.025)]
     for extra in (0, 2, 5):
         r = _oracle_verdict(ours, grid + [(80 * 2 ** j, 0.025 / 2 ** j) for j in range(1, extra + 1)])
-        assert r["verdict"] == cl.REPRODUCED and r["ours"].endswith("hess-clip T=16, Oracle T=80")
+        assert r.verdict == cl.REPRODUCED and r.ours.endswith("hess-clip T=16, Oracle T=80")
     # the cap check's continuation (capped Oracle loss -> 0) of an Oracle still above ours at its cap
     summary = _oracle_summary(ours, grid[:3])
     c = cells([cell("s", "dp-gd-oracle", 1.0, 0.0, T=20), cell("s", "hess-clip", 1.0, 0.03, T=16)])
     r = cl.verdict_oracle(summary, c, "s", 1.0, OURS, "dp-gd-oracle")
-    assert r["verdict"] == cl.REPRODUCED and r["ours"].endswith("Oracle T=beyond its grid")
+    assert r.verdict == cl.REPRODUCED and r.ours.endswith("Oracle T=beyond its grid")
 
 
 def test_damped_good_only_for_large_eps():
     rows = []
     for e, dm in zip((0.01, 0.1, 1, 10), (10.0, 10.0, 3.0, 1.1)):
         rows += [cell("s", "damped-newton", e, dm), cell("s", "hess-clip", e, 1.0)]
-    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"])["verdict"] == cl.REPRODUCED
+    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"]).verdict == cl.REPRODUCED
     rows = [cell("s", "damped-newton", e, 1.0) for e in (0.01, 0.1, 10)] + \
            [cell("s", "hess-clip", e, 1.0) for e in (0.01, 0.1, 10)]
-    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"])["verdict"] == cl.PARTLY
+    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"]).verdict == cl.PARTLY
     rows = [cell("s", "damped-newton", e, 9.0) for e in (0.01, 10)] + [cell("s", "hess-clip", e, 1.0) for e in (0.01, 10)]
-    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"])["verdict"] == cl.PARTLY
+    assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"]).verdict == cl.PARTLY
 
 
 def test_qu_almost_as_good():
     rows = [cell("s", "hess-clip", e, 1.0) for e in (1, 10)] + [cell("s", "qu-clip", e, m) for e, m in ((1, 1.2), (10, 4.0))]
     r = cl.verdict_qu(cells(rows), "s", pairs=(("qu-clip", "hess-clip"),))
-    assert r["verdict"] == cl.PARTLY and "in 1/2 cells" in r["reason"]
+    assert r.verdict == cl.PARTLY and "in 1/2 cells" in r.reason
     rows = [cell("s", "hess-clip", 1, float("inf")), cell("s", "qu-clip", 1, 0.3)]
-    assert cl.verdict_qu(cells(rows), "s", pairs=(("qu-clip", "hess-clip"),))["verdict"] == cl.REPRODUCED
+    assert cl.verdict_qu(cells(rows), "s", pairs=(("qu-clip", "hess-clip"),)).verdict == cl.REPRODUCED
 
 
 def test_continued_past_cap_moves_only_capped_cells_to_their_limits():
@@ -191,9 +191,9 @@ def _c1_with_capped_dp_gd(capped_eps):
             rows[-1]["edge"] = "high"
     frame = pd.DataFrame(rows)
     verdict = {"claim": "C1", "setting": "a", "dataset": "s"}
-    now = pd.DataFrame([{**verdict, **cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], None)}])
+    now = pd.DataFrame([{**verdict, **cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], None).row()}])
     past = pd.DataFrame([{**verdict, **cl.verdict_best_loss(
-        cl.setting_cells(cl.continued_past_cap(frame), "a", CONV), "s", OURS, ["dp-gd"], None)}])
+        cl.setting_cells(cl.continued_past_cap(frame), "a", CONV), "s", OURS, ["dp-gd"], None).row()}])
     return cl.with_cap_check(now, past).iloc[0]
 
 
@@ -344,3 +344,26 @@ def test_scaled_costs_moves_only_the_baseline_configurations():
     assert out["s_per_update"].tolist() == pytest.approx([1.2, 2.4, 3.0])
     assert out["first_update_s"].tolist() == pytest.approx([6.0, 6.0, 5.0])
     assert costs["s_per_update"].tolist() == [1.0, 2.0, 3.0]  # the input is not modified
+
+
+def test_best_t_selection_skips_nonfinite_means_and_takes_the_smallest_t_on_ties():
+    from dpnewton.pipeline.selection import best_t, mean_per_t
+
+    runs = runs_frame({("a", 1): [0.3, 0.3], ("a", 2): [0.1, float("nan")], ("a", 4): [0.2, 0.2],
+                       ("a", 8): [0.2, 0.2]})
+    means = mean_per_t(runs)
+    assert math.isnan(means[2])  # one diverged seed makes its T's mean non-finite
+    assert best_t(means) == 4  # T = 2 never wins; 4 and 8 tie, the smaller wins
+    assert best_t(means.iloc[::-1]) == 4
+    assert best_t(pd.Series([float("inf"), float("nan")], index=[1, 2])) is None
+
+
+def test_report_rows_name_the_claims_of_the_paper_table():
+    """Every claim name and paper column of the verdict rows comes from PAPER_CLAIMS."""
+    v = cl.Verdict(cl.PARTLY, "x", "y", wins=1)
+    assert v.row() == {"ours": "x", "verdict": cl.PARTLY, "reason": "y"}
+    c2 = cl.paper_claim("C2")
+    assert (c2.name(), c2.paper()) == ("C2 10-40x faster than DP-GD", "10-40x")
+    assert cl.paper_claim("C4").name(eps=0.1) == "C4 converges faster than DP-GD-Oracle (eps=0.1)"
+    assert cl.PAPER_TABLE1 is cl.paper_claim("T1").values["ratios"]
+    assert cl.FIG1_MARGIN == cl.paper_claim("C3").values["margin"]

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..io import atomic_path, atomic_write_text
 from .config import config_hash
+from .selection import best_t, mean_per_t
 
 log = logging.getLogger("dpnewton.pipeline")
 
@@ -311,12 +312,10 @@ def _resumed_note(unit: dict) -> str:
 
 
 def best_mean_t(rows: list[dict]) -> tuple[int | None, list[int]]:
-    """(argmin over T of the mean excess loss over seeds, sorted grid); non-finite means never win."""
-    frame = pd.DataFrame(rows)[["iterations", "excess_loss"]].astype(float)
-    means = frame.groupby("iterations")["excess_loss"].agg(lambda x: float(np.mean(x.to_numpy())))
-    grid = [int(t) for t in means.index]
-    finite = means[np.isfinite(means.to_numpy())]
-    return (int(finite.idxmin()) if len(finite) else None), grid
+    """(best T of the rows so far, sorted grid): :func:`dpnewton.pipeline.selection.best_t`, the
+    argmin over T of the mean excess loss over seeds; non-finite means never win."""
+    means = mean_per_t(pd.DataFrame(rows)[["iterations", "excess_loss"]].astype(float))
+    return best_t(means), [int(t) for t in means.index]
 
 
 def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[int]:

@@ -1,0 +1,86 @@
+"""The best-T cells a setting's verdicts read: one row per (dataset, base algorithm, epsilon).
+
+Settings (:mod:`dpnewton.pipeline.claims`): ``a`` (the protocol conversion, default
+configurations), ``a-tuned`` (as ``a``, each algorithm's best declared configuration), ``b`` (the
+official code's conversion, reusing ``a`` where its rho agrees), ``c`` (tight accounting).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
+SETTINGS = ["a", "a-tuned", "b", "c"]
+#: the conversion key ('a', 'b' or 'c' of the claims config) each setting runs under
+SETTING_CONVERSION = {"a": "a", "a-tuned": "a", "b": "b", "c": "c"}
+
+
+def base_of(frame: pd.DataFrame) -> pd.Series:
+    """Registered algorithm of each row (``base_algorithm`` column, else the algorithm name)."""
+    if "base_algorithm" in frame:
+        b = frame["base_algorithm"].astype(str)
+        return b.where(b.notna() & (b != "") & (b != "nan"), frame["algorithm"])
+    return frame["algorithm"]
+
+
+def is_reset(frame: pd.DataFrame) -> pd.Series:
+    """Rows of configurations that use the official (non-private) explosion reset."""
+    if "hyper" not in frame:
+        return pd.Series(False, index=frame.index)
+
+    def one(h):
+        if isinstance(h, dict):
+            return bool(h.get("reset", False))
+        try:
+            return bool(json.loads(h or "{}").get("reset", False))
+        except (TypeError, ValueError):
+            return False
+    return frame["hyper"].map(one).astype(bool)
+
+
+def setting_cells(best: pd.DataFrame, setting: str, conv: dict, official_rho=None) -> pd.DataFrame:
+    """best-T rows of one setting, one row per (dataset, base algorithm, epsilon).
+
+    ``conv`` maps 'a'/'b'/'c' to conversions. Reset configurations are left out. In 'a', 'b', 'c' only
+    the default configuration (name == registered algorithm) counts; in 'a-tuned' the best
+    configuration per base algorithm (argmin of best-T mean; non-finite never wins).
+    ``official_rho(epsilon, delta) -> rho`` lets 'b' reuse 'a' rows where the two rhos agree.
+    """
+    b = best.copy()
+    b["base"] = base_of(b)
+    b = b[~is_reset(b)]
+    rows = b[b["conversion"] == conv[SETTING_CONVERSION[setting]]]
+    if setting == "b":
+        prot = b[b["conversion"] == conv["a"]]
+        have = set(zip(rows["dataset"], rows["epsilon"]))
+        extra = []
+        for _, r in prot.iterrows():
+            if (r["dataset"], r["epsilon"]) in have or official_rho is None:
+                continue
+            if math.isclose(official_rho(float(r["epsilon"]), float(r["delta"])), float(r["rho"]), rel_tol=1e-6):
+                extra.append(r)
+        if extra:
+            rows = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True)
+    if setting != "a-tuned":
+        rows = rows[rows["algorithm"] == rows["base"]]
+    else:
+        m = rows["excess_loss_mean"].astype(float)
+        rows = rows.assign(_key=np.where(np.isfinite(m), m, np.inf)).sort_values(["_key", "algorithm"])
+        rows = rows.drop_duplicates(["dataset", "base", "epsilon"]).drop(columns="_key")
+    return rows.sort_values(["dataset", "base", "epsilon"]).reset_index(drop=True)
+
+
+def cell_row(cells: pd.DataFrame, ds, base, eps):
+    """The cell of (dataset, base algorithm, epsilon), None if there is none."""
+    r = cells[(cells["dataset"] == ds) & (cells["base"] == base) & np.isclose(cells["epsilon"], eps)]
+    return r.iloc[0] if len(r) else None
+
+
+def cell_value(cells: pd.DataFrame, ds, base, eps, col="excess_loss_mean") -> float:
+    """Column ``col`` of a cell (NaN if there is no such cell)."""
+    r = cell_row(cells, ds, base, eps)
+    return float(r[col]) if r is not None else float("nan")
