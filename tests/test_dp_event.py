@@ -1,6 +1,7 @@
 """PrivacyLedger.dp_event(): every run's releases as a dp_accounting DpEvent, audited by
 dp-accounting's own RDP and PLD accountants against the run's target (epsilon, delta)."""
 
+import dataclasses
 import math
 
 import dp_accounting
@@ -11,7 +12,8 @@ from dp_accounting.rdp import RdpAccountant
 
 from dpnewton.algorithms import ALGORITHMS
 from dpnewton.experiment import run_algorithm
-from dpnewton.privacy import PrivacyLedger, default_delta, official_fsolve_failed
+from dpnewton.privacy import (ObjectivePerturbationEvent, PrivacyLedger, SubsampledGaussianEvent, default_delta,
+                              official_fsolve_failed)
 from dpnewton.privacy import accountant as acc
 from dpnewton.privacy.conversions import _cks_optimal_order
 from tests.conftest import make_problem
@@ -169,3 +171,24 @@ def test_hand_fixed_multiplier_is_non_private(small_problem):
     assert _rdp_epsilon(event, 1e-5, [2.0, 8.0]) == math.inf
     assert res.ledger.dp_event(ignore_nonprivate=True).events == []
 
+
+
+def test_typed_events_and_their_dict_view(small_problem):
+    for name, kind in (("minibatch-hess-clip", SubsampledGaussianEvent), ("dp-sgd", SubsampledGaussianEvent),
+                       ("aop", ObjectivePerturbationEvent)):
+        (res,) = run_algorithm(small_problem, "toy", name, 0.5, [0], [T])
+        (typed,) = res.ledger.accounting_events
+        assert isinstance(typed, kind)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            typed.delta = 0.5
+        assert res.ledger.events == [typed.as_dict()]
+        # a ledger holding the dict view (an untyped record) gives the same DpEvent
+        untyped = PrivacyLedger(res.ledger.budget_rho)
+        untyped.charge_event(typed.as_dict())
+        assert untyped.events == res.ledger.events
+        assert untyped.dp_event() == res.ledger.dp_event()
+    (res,) = run_algorithm(small_problem, "toy", "minibatch-hess-clip", 0.5, [0], [T], hyper={"grad_frac": 0.6})
+    view = res.ledger.events[0]
+    assert list(view)[-1] == "grad_frac" and view["grad_frac"] == 0.6
+    assert list(view)[:9] == ["mechanism", "accountant", "orders", "steps", "target_epsilon", "delta",
+                              "accountant_epsilon", "optimal_order", "order_at_grid_edge"]

@@ -46,6 +46,7 @@ import numpy as np
 from scipy import linalg, special
 
 from ..loss import LogisticProblem
+from ..privacy.ledger import ObjectivePerturbationEvent
 from .base import RunContext, RunResult
 
 L_CONST, R_CONST, BETA = 1.0, 2.0, 1.0
@@ -158,9 +159,8 @@ def run_aop_single(problem: LogisticProblem, ctx: RunContext) -> RunResult:
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
     losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])
-    event = {"mechanism": "approximate objective perturbation", "target_epsilon": ctx.epsilon,
-             "delta": ctx.delta, **params, "gradient_norm": reached, "solver_iterations": steps}
-    ctx.ledger.charge_event(event)
+    ctx.ledger.charge_event(ObjectivePerturbationEvent(ctx.epsilon, ctx.delta, tuple(params.items()),
+                                                       reached, steps))
     return RunResult(ctx.identity, theta, losses - loss_opt, np.array([0.0, elapsed]), ctx.ledger, 0,
                      {"diverged": bool(not np.isfinite(theta).all()), "iterations_ignored": ctx.iterations,
                       "solver_iterations": steps, "gradient_norm": reached})

@@ -186,10 +186,8 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
             cal = calibrate_two_mechanisms(b_g / n, b_h / n, ctx.iterations, ctx.epsilon, ctx.delta,
                                            cfg.grad_frac)
             z_g, z_h = cal.multipliers
-            event = cal.as_event("poisson-subsampled gaussian x2 (gradient sum, Newton direction)",
-                                 ("grad", "dir"))
-            event["grad_frac"] = cfg.grad_frac
-            ctx.ledger.charge_event(event)
+            ctx.ledger.charge_event(cal.as_event("poisson-subsampled gaussian x2 (gradient sum, Newton direction)",
+                                                 ("grad", "dir"), grad_frac=cfg.grad_frac))
         else:
             z_g, z_h = (float(v) for v in cfg.noise_multipliers)
             ctx.ledger.mark_nonprivate(f"noise multipliers fixed by hand to {(z_g, z_h)!r} (not calibrated)")

@@ -52,6 +52,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
+from .ledger import SubsampledGaussianEvent
+
 
 ACCOUNTANT = "rdp"
 MAX_ORDER = 20000
@@ -243,17 +245,14 @@ class Calibration:
     weights: tuple[float, ...]
     order_at_grid_edge: bool
 
-    def as_event(self, mechanism: str, names: tuple[str, ...]) -> dict:
-        event = {"mechanism": mechanism, "accountant": ACCOUNTANT,
-                 "orders": f"{len(DEFAULT_ORDERS)} orders in [{DEFAULT_ORDERS.min():.3g}, "
-                           f"{DEFAULT_ORDERS.max():.3g}] (dense grid)",
-                 "steps": self.steps, "target_epsilon": self.target_epsilon, "delta": self.delta,
-                 "accountant_epsilon": self.accountant_epsilon, "optimal_order": self.optimal_order,
-                 "order_at_grid_edge": self.order_at_grid_edge}
-        for name, q, z in zip(names, self.qs, self.multipliers):
-            event[f"q_{name}"] = q
-            event[f"noise_multiplier_{name}"] = z
-        return event
+    def as_event(self, mechanism: str, names: tuple[str, ...], **extra) -> SubsampledGaussianEvent:
+        """The ledger event of this calibration; ``names`` label the mechanisms (q_<name>, ...),
+        ``extra`` adds recorded keys (e.g. ``grad_frac``)."""
+        return SubsampledGaussianEvent(
+            mechanism, tuple(names), self.qs, self.multipliers, self.steps, self.target_epsilon,
+            self.delta, self.accountant_epsilon, self.optimal_order, self.order_at_grid_edge,
+            f"{len(DEFAULT_ORDERS)} orders in [{DEFAULT_ORDERS.min():.3g}, "
+            f"{DEFAULT_ORDERS.max():.3g}] (dense grid)", ACCOUNTANT, tuple(extra.items()))
 
 
 @functools.lru_cache(maxsize=256)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Union
 
 # Relative slack for floating-point round-off when per-step budgets (rho/T * fractions) are summed.
 _ROUNDING_SLACK = 1e-9
@@ -45,19 +46,102 @@ class LedgerEntry:
                 "sigma": self.sigma, "rho": self.rho}
 
 
+@dataclass(frozen=True)
+class SubsampledGaussianEvent:
+    """Calibration of ``steps`` rounds of Poisson-subsampled Gaussian releases, one per name:
+    release k has sampling rate ``qs[k]`` and noise multiplier ``noise_multipliers[k]`` (noise std /
+    L2 sensitivity), calibrated by the RDP accountant (:mod:`dpnewton.privacy.accountant`) so that
+    ``accountant_epsilon`` <= ``target_epsilon`` at ``delta``. ``extra``: further (key, value)
+    pairs of the record (e.g. the minibatch Newton's ``grad_frac``)."""
+
+    mechanism: str
+    names: tuple[str, ...]
+    qs: tuple[float, ...]
+    noise_multipliers: tuple[float, ...]
+    steps: int
+    target_epsilon: float
+    delta: float
+    accountant_epsilon: float
+    optimal_order: float
+    order_at_grid_edge: bool
+    orders: str                       # description of the order grid
+    accountant: str = "rdp"
+    extra: tuple[tuple[str, object], ...] = ()
+
+    def __post_init__(self):
+        if not len(self.names) == len(self.qs) == len(self.noise_multipliers) >= 1:
+            raise ValueError("names, qs and noise_multipliers must be non-empty and of equal length")
+
+    def as_dict(self) -> dict:
+        out = {"mechanism": self.mechanism, "accountant": self.accountant, "orders": self.orders,
+               "steps": self.steps, "target_epsilon": self.target_epsilon, "delta": self.delta,
+               "accountant_epsilon": self.accountant_epsilon, "optimal_order": self.optimal_order,
+               "order_at_grid_edge": self.order_at_grid_edge}
+        for name, q, z in zip(self.names, self.qs, self.noise_multipliers):
+            out[f"q_{name}"] = q
+            out[f"noise_multiplier_{name}"] = z
+        out.update(self.extra)
+        return out
+
+    def dp_event(self):
+        """``SelfComposedDpEvent(ComposedDpEvent([PoissonSampledDpEvent(q_k, GaussianDpEvent(z_k)),
+        ...]), steps)``: the releases of one round composed, then the rounds."""
+        import dp_accounting
+
+        step = dp_accounting.ComposedDpEvent([
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z))
+            for q, z in zip(self.qs, self.noise_multipliers)])
+        return dp_accounting.SelfComposedDpEvent(step, int(self.steps))
+
+
+@dataclass(frozen=True)
+class ObjectivePerturbationEvent:
+    """One approximate-objective-perturbation release [Iyengar et al. 2019], (epsilon, delta)-DP
+    by its own analysis; ``parameters``: the (key, value) pairs of its calibration, in order."""
+
+    target_epsilon: float
+    delta: float
+    parameters: tuple[tuple[str, object], ...]
+    gradient_norm: float
+    solver_iterations: int
+    mechanism: str = "approximate objective perturbation"
+
+    def as_dict(self) -> dict:
+        return {"mechanism": self.mechanism, "target_epsilon": self.target_epsilon, "delta": self.delta,
+                **dict(self.parameters), "gradient_norm": self.gradient_norm,
+                "solver_iterations": self.solver_iterations}
+
+    def dp_event(self):
+        """``UnsupportedDpEvent``: not a composition of Gaussian releases, so no accountant of
+        dp-accounting can account for it; its privacy is the (epsilon, delta) of its calibration."""
+        import dp_accounting
+
+        return dp_accounting.UnsupportedDpEvent()
+
+
+AccountingEvent = Union[SubsampledGaussianEvent, ObjectivePerturbationEvent, dict]
+
+
 @dataclass
 class PrivacyLedger:
     """Budget ledger of one run with a total zCDP budget ``budget_rho``.
 
-    ``events`` holds non-Gaussian-entry accounting records (e.g. a subsampled-Gaussian accountant's
-    calibration) and ``nonprivate`` names the parts of a protocol that are not private by design.
+    ``accounting_events`` holds the accounting records that are not zCDP entries, typed
+    (:class:`SubsampledGaussianEvent`, :class:`ObjectivePerturbationEvent`; a plain dict is kept
+    as given); ``events`` is their dict view (the ``accounting_events`` JSON column of result
+    rows). ``nonprivate`` names the parts of a protocol that are not private by design.
     """
 
     budget_rho: float
     entries: list[LedgerEntry] = field(default_factory=list)
-    events: list[dict] = field(default_factory=list)
+    accounting_events: list[AccountingEvent] = field(default_factory=list)
     nonprivate: list[str] = field(default_factory=list)
     _spent: float = 0.0
+
+    @property
+    def events(self) -> list[dict]:
+        """The accounting events as dicts (copies), in the order they were charged."""
+        return [dict(e) if isinstance(e, dict) else e.as_dict() for e in self.accounting_events]
 
     @property
     def spent_rho(self) -> float:
@@ -79,14 +163,14 @@ class PrivacyLedger:
         self.entries.append(LedgerEntry(step, quantity, float(sensitivity), float(sigma), float(rho)))
         return sigma
 
-    def charge_event(self, description: dict, rho_equivalent: float | None = None) -> None:
-        """Record an accountant-level event (e.g. calibrated subsampled Gaussian)."""
+    def charge_event(self, event: AccountingEvent, rho_equivalent: float | None = None) -> None:
+        """Record an accountant-level event (e.g. calibrated subsampled Gaussian); a dict is copied."""
         if rho_equivalent is not None:
             new_total = self._spent + rho_equivalent
             if new_total > self.budget_rho * (1.0 + _ROUNDING_SLACK):
-                raise PrivacyBudgetExceeded(f"event {description} exceeds rho={self.budget_rho:.6g}")
+                raise PrivacyBudgetExceeded(f"event {event} exceeds rho={self.budget_rho:.6g}")
             self._spent = new_total
-        self.events.append(dict(description))
+        self.accounting_events.append(dict(event) if isinstance(event, dict) else event)
 
     def mark_nonprivate(self, part: str) -> None:
         if part not in self.nonprivate:
@@ -107,26 +191,25 @@ class PrivacyLedger:
         return [e.as_dict() for e in self.entries]
 
     def dp_event(self, ignore_nonprivate: bool = False):
-        """The run's privacy events as one ``dp_accounting.ComposedDpEvent``, in ledger order.
+        """The run's privacy events as one ``dp_accounting.ComposedDpEvent``: entries, then events.
 
-        * each zCDP entry (Gaussian release, L2 sensitivity Delta, noise std sigma):
-          ``GaussianDpEvent(sigma / Delta)``. With z = sigma/Delta its RDP is alpha/(2 z^2) [Mironov
-          2017, Gaussian mechanism], i.e. the zCDP rho = 1/(2 z^2) = Delta^2/(2 sigma^2) the entry was charged
-          [BS16 Prop. 1.6] (z from the recorded sigma, the noise actually drawn). An entry with
-          Delta = 0 releases nothing about the data: ``NoOpDpEvent``.
-        * each subsampled-Gaussian accountant calibration (DP-SGD, minibatch Newton; events with
-          ``accountant``, ``steps`` and ``q_<name>``/``noise_multiplier_<name>`` keys):
+        * each zCDP entry (Gaussian release, L2 sensitivity Delta, recorded noise std sigma):
+          ``GaussianDpEvent(sigma / Delta)``. Its RDP is alpha/(2 z^2) with z = sigma/Delta
+          [Mironov 2017, Gaussian mechanism], i.e. rho = 1/(2 z^2) = Delta^2/(2 sigma^2), the rho the
+          entry was charged [BS16 Prop. 1.6]. An entry with Delta = 0 reveals nothing: ``NoOpDpEvent``.
+        * each :class:`SubsampledGaussianEvent` (DP-SGD, minibatch Newton): its ``dp_event()``,
           ``SelfComposedDpEvent(ComposedDpEvent([PoissonSampledDpEvent(q_k, GaussianDpEvent(z_k)),
-          ...]), steps)``, the mechanisms of one step composed, then the steps.
-        * any other event (AOP: (epsilon, delta)-DP by its own analysis [Iyengar et al. 2019], not a
-          composition of Gaussian releases): ``UnsupportedDpEvent``; dp-accounting's accountants
-          refuse it (``UnsupportedEventError`` from ``compose``, ``supports`` is False).
-        * a non-private part (``nonprivate`` not empty): ``NonPrivateDpEvent`` is appended, so
-          accountants report epsilon = inf for the run as a whole (dp-accounting's convention).
+          ...]), steps)``; a dict laid out as its ``as_dict()`` is read the same way.
+        * any other event, e.g. :class:`ObjectivePerturbationEvent` (AOP, (epsilon, delta)-DP by
+          its own analysis [Iyengar et al. 2019], not a composition of Gaussian releases):
+          ``UnsupportedDpEvent``; dp-accounting's accountants refuse it (``supports`` is False,
+          ``compose`` raises ``UnsupportedEventError``).
+        * a non-private part (``nonprivate`` not empty): ``NonPrivateDpEvent`` is appended, so an
+          accountant reports epsilon = inf for the run as a whole (dp-accounting's convention);
           ``ignore_nonprivate=True`` leaves it out: the event of the noisy releases alone.
 
-        Events are defined in dp-accounting's ``dp_event`` module (``GaussianDpEvent``:
-        noise std / L2 sensitivity; ``PoissonSampledDpEvent``: add/remove-one Poisson sampling).
+        Event semantics: dp-accounting's ``dp_event`` module (``GaussianDpEvent``: noise std / L2
+        sensitivity; ``PoissonSampledDpEvent``: Poisson sampling, add/remove-one neighbours).
         """
         import dp_accounting  # imported on use: it costs 0.3 s at start-up
 
@@ -136,25 +219,25 @@ class PrivacyLedger:
                 parts.append(dp_accounting.NoOpDpEvent())
             else:
                 parts.append(dp_accounting.GaussianDpEvent(e.sigma / e.sensitivity))
-        for ev in self.events:
-            parts.append(_accountant_dp_event(ev) or dp_accounting.UnsupportedDpEvent())
+        for ev in self.accounting_events:
+            sub = _accountant_dp_event(ev) if isinstance(ev, dict) else ev.dp_event()
+            parts.append(sub or dp_accounting.UnsupportedDpEvent())
         if self.nonprivate and not ignore_nonprivate:
             parts.append(dp_accounting.NonPrivateDpEvent())
         return dp_accounting.ComposedDpEvent(parts)
 
 
 def _accountant_dp_event(event: dict):
-    """The subsampled-Gaussian DpEvent of an accountant calibration record, or None if ``event``
-    is not one (no ``accountant``/``steps`` keys or no (q, noise multiplier) pair)."""
-    import dp_accounting
-
+    """The subsampled-Gaussian DpEvent of an untyped (dict) calibration record laid out as
+    :meth:`SubsampledGaussianEvent.as_dict`, or None if ``event`` is not one."""
     if "accountant" not in event or "steps" not in event:
         return None
-    names = [k[len("q_"):] for k in event if k.startswith("q_")]
+    names = tuple(k[len("q_"):] for k in event if k.startswith("q_"))
     if not names or any(f"noise_multiplier_{name}" not in event for name in names):
         return None
-    step = dp_accounting.ComposedDpEvent([
-        dp_accounting.PoissonSampledDpEvent(event[f"q_{name}"],
-                                            dp_accounting.GaussianDpEvent(event[f"noise_multiplier_{name}"]))
-        for name in names])
-    return dp_accounting.SelfComposedDpEvent(step, int(event["steps"]))
+    return SubsampledGaussianEvent(
+        str(event.get("mechanism", "")), names, tuple(event[f"q_{k}"] for k in names),
+        tuple(event[f"noise_multiplier_{k}"] for k in names), int(event["steps"]),
+        event.get("target_epsilon", math.nan), event.get("delta", math.nan),
+        event.get("accountant_epsilon", math.nan), event.get("optimal_order", math.nan),
+        bool(event.get("order_at_grid_edge", False)), str(event.get("orders", ""))).dp_event()
