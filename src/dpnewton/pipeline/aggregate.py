@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .selection import best_t as best_mean_t
+
 GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
 SELECTION = "non-private: argmin over T of mean excess loss over seeds"
 SE_DDOF = 0
@@ -144,7 +146,7 @@ def best_t(summary: pd.DataFrame) -> pd.DataFrame:
             rows.append({**base, "best_T": np.nan, "at_edge": False, "edge": "", "all_nonfinite": True,
                          **_edge_neighbour(grid, means, 0, "")})
             continue
-        i = int(np.argmin(np.where(finite, means, np.inf)))  # first minimum = smallest T on ties
+        i = int(np.flatnonzero(grid == best_mean_t(pd.Series(means, index=grid)))[0])
         best = grp.iloc[i]
         T = int(best["iterations"])
         edge = ""
