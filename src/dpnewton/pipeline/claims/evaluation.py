@@ -85,7 +85,8 @@ def _verdicts(summary, best, held, baseline, curves, claims: dict, official) -> 
             "c": claims.get("tight_conversion", "gdp")}
     ours = list(claims.get("ours", ["hess-clip", "hess-add", "qu-clip", "qu-add"]))
     base_alg, oracle = claims.get("baseline", "dp-gd"), claims.get("oracle", "dp-gd-oracle")
-    damped, t1_ours = claims.get("damped", "damped-newton"), claims.get("table1_ours", "hess-clip")
+    damped = claims.get("damped", "damped-newton")
+    t1_ours = claims.get("table1_ours", paper_claim("T1").values["method"])
     tol = float(claims.get("timing_tolerance", TIMING_TOLERANCE))
     triv = dict(zip(baseline["dataset"], baseline["trivial_excess_loss"]))
     datasets = sorted(best["dataset"].unique())
