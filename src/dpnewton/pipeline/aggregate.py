@@ -42,7 +42,10 @@ HELDOUT_COLUMNS = GROUP + ["best_T", "n_seeds", "excess_loss_mean", "excess_loss
 
 #: text columns of the job CSVs (read as strings: a hex hash like "1234e5" must not become a float)
 TEXT_COLUMNS = ["dataset", "algorithm", "conversion", "eps_label", "nonprivate", "hyper", "accounting_events",
-                "config_hash", "package_version", "git_revision", "python_version", "numpy_version"]
+                "config_hash", "package_version", "git_revision", "python_version", "numpy_version",
+                "scipy_version", "dp_accounting_version", "snakemake_version", "blas_vendor", "blas_version",
+                "cpu_model", "platform", "dataset_sha256", "timestamp_utc"]
+"""Columns read as text (a version such as 1.10 must not become the number 1.1)."""
 
 
 def read_rows(path) -> pd.DataFrame:
