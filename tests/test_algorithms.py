@@ -213,7 +213,7 @@ def test_fixed_clip_lambda_must_exceed_quarter_over_n(toy_problem):
 def test_armijo_bisection_matches_the_official_linear_scan():
     """armijo_step (bisection) returns exactly the official scan's step on convex line functions,
     with O(log K) evaluations; including slopes <= 0 (no step passes)."""
-    from dpnewton.algorithms.gradient_descent import armijo_step
+    from dpnewton.algorithms.line_search import armijo_step
 
     def scan(phi, phi0, slope):
         t = 100.0

@@ -10,7 +10,8 @@ rho_g = g_f rho/T and rho_H = (1 - g_f) rho/T (g_f = 0.7):
 * w <- w - eta p with p = H~^-1 g~ and the damped step eta = log(1 + beta)/beta,
   beta = ||hess(w)^-1 grad(w)|| computed from the **exact** Hessian and gradient. That step is
   **not private** (the paper says so); ``step_rule="line-search"`` is the older code's (equally
-  non-private) Armijo backtracking on the exact loss along p.
+  non-private) Armijo backtracking on the exact loss along p (:func:`.line_search.armijo_step`,
+  shared with DP-GD-Oracle).
 
 ``average`` (none | uniform | tail) releases the last iterate or the mean of a window of iterates
 (:func:`.base.average_window`; docs/algorithms.md §2.6): post-processing, the ledger is unchanged.
@@ -25,7 +26,7 @@ from scipy import linalg
 
 from ..loss import LogisticProblem
 from .base import RunContext, RunResult, check_average, iterate_single
-from .gradient_descent import armijo_step
+from .line_search import armijo_step, ridge_line
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,7 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
                 beta = float(np.linalg.norm(linalg.solve(H, g, assume_a="pos", check_finite=False)))
                 eta = damped_step(beta)
             else:
-                zp = problem.margins(p)
-                wn2, wp, pp = w @ w, w @ p, p @ p
-
-                def phi(e):
-                    return (float(problem.loss_from_margins(m - e * zp))
-                            + 0.5 * cfg.reg * (wn2 - 2 * e * wp + e * e * pp))
-
+                phi = ridge_line(problem, m, problem.margins(p), w, p, cfg.reg)
                 eta = armijo_step(phi, phi(0.0), float(p @ g))
             return w - eta * p, m
 

@@ -9,7 +9,8 @@ per-example gradient sigma(-m_i) z_i has norm <= 1) once per iteration with rho_
 * DP-GD-Oracle [P section 6; docs/algorithms.md §3.2]: g~ = grad(w) + reg w + N(0, s^2 I); the step is
   chosen by a line search on the *exact* loss, which is **not private** (it is the paper's oracle
   baseline). ``line_search="armijo"`` is the official code's backtracking (t from 100, x0.95,
-  Armijo constant 0.4, floor 1e-6; accepts the first t with l(w - t g~) < l(w) - 0.4 t <g~, grad>);
+  Armijo constant 0.4, floor 1e-6; accepts the first t with l(w - t g~) < l(w) - 0.4 t <g~, grad>;
+  :func:`.line_search.armijo_step`, shared with damped Newton);
   ``"exact"`` is the paper's argmin over eta in [0, 100] (bounded Brent).
 
 ``average`` (none | uniform | tail, both methods): the released model is the last iterate or the
@@ -19,7 +20,7 @@ the batched driver from running sums: post-processing, the ledger is unchanged.
 All runs of a batch share each pass over Z (margins and gradients of every run in one blocked
 sweep, :meth:`LogisticProblem.margins_and_grads`); a trial step of the line search costs O(n)
 because l(w - t g~) only needs m - t Z g~, where Z g~ is one more batched pass. The Armijo search
-finds the official scan's step by bisection over the candidate list (see :func:`armijo_step`), so a
+finds the official scan's step by bisection over the candidate list (see :func:`.line_search.armijo_step`), so a
 step costs O(log K) trial evaluations instead of up to K = 360.
 """
 
@@ -32,6 +33,7 @@ from scipy import optimize
 
 from ..loss import LogisticProblem
 from .base import RunContext, RunResult, check_average, iterate_batched
+from .line_search import ARMIJO_START, armijo_step, ridge_line
 
 DPGD_STEP = 4.0  # 1/L1 with L1 = 1/4 (Remark 5.2)
 
@@ -72,51 +74,6 @@ def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
     return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
 
 
-ARMIJO_START, ARMIJO_SHRINK, ARMIJO_ALPHA, ARMIJO_FLOOR = 100.0, 0.95, 0.4, 1e-6
-
-
-def _armijo_candidates() -> tuple[float, ...]:
-    """The official scan's trial steps t_k = 100 * 0.95^k (by repeated multiplication, as the scan
-    computes them) while t_k >= 1e-6, followed by the first t below the floor (the scan's result when
-    no t_k passes)."""
-    ts = [ARMIJO_START]
-    while ts[-1] >= ARMIJO_FLOOR:
-        ts.append(ts[-1] * ARMIJO_SHRINK)
-    return tuple(ts)
-
-
-ARMIJO_CANDIDATES = _armijo_candidates()
-
-
-def armijo_step(phi, phi0: float, slope: float) -> float:
-    """Official backtracking: the first t_k = 100 * 0.95^k with phi(t_k) < phi0 - 0.4 t_k slope
-    (docs/algorithms.md §3.2); the first t below the floor 1e-6 if none passes.
-
-    phi(t) = l(w - t g~) is convex in t (logistic loss plus ridge along a line), so
-    h(t) = phi(t) - phi0 + 0.4 t slope is convex with h(0) = 0 and h'(0) = -0.6 slope: the t that
-    pass form an interval (0, t*) (empty if slope <= 0). The first passing t_k of the decreasing scan
-    is therefore found by bisection over k with O(log K) evaluations of phi instead of O(K).
-    """
-    cands = ARMIJO_CANDIDATES
-
-    def passes(k: int) -> bool:
-        return phi(cands[k]) < phi0 - ARMIJO_ALPHA * cands[k] * slope
-
-    last = len(cands) - 2  # the smallest candidate above the floor
-    if passes(0):
-        return cands[0]
-    if not passes(last):
-        return cands[-1]
-    lo, hi = 0, last  # passes(lo) is False, passes(hi) is True
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if passes(mid):
-            hi = mid
-        else:
-            lo = mid
-    return cands[hi]
-
-
 def exact_step(phi) -> float:
     """argmin over eta in [0, 100] of phi(eta) (bounded Brent); 0 if no eta improves phi(0)."""
     res = optimize.minimize_scalar(phi, bounds=(0.0, ARMIJO_START), method="bounded",
@@ -139,13 +96,8 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
         ZG = problem.margins(Gn)  # Z g~ for every run, one batched pass
         W_next = np.empty_like(W)
         for j in range(W.shape[0]):
-            m, zg, w, g_noisy = M[:, j], ZG[:, j], W[j], Gn[j]
-            wn2, wg, gg = w @ w, w @ g_noisy, g_noisy @ g_noisy
-
-            def phi(eta, m=m, zg=zg, wn2=wn2, wg=wg, gg=gg):
-                reg_term = 0.5 * reg * (wn2 - 2 * eta * wg + eta * eta * gg)
-                return float(problem.loss_from_margins(m - eta * zg)) + reg_term
-
+            w, g_noisy = W[j], Gn[j]
+            phi = ridge_line(problem, M[:, j], ZG[:, j], w, g_noisy, reg)
             if cfg.line_search == "armijo":
                 eta = armijo_step(phi, phi(0.0), float(g_noisy @ G[j]))
             else:
