@@ -4,9 +4,8 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
+import jsonschema
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 # the workflow's checkout (two levels above this file), whichever Snakefile or module loads it
 REPO = Path(str(workflow.current_basedir)).parents[1]
@@ -17,6 +16,7 @@ os.environ.update(DPNEWTON_SOURCE=str(REPO))
 # Snakemake needs it too (--sdm conda provides it to the jobs only).
 try:
     from dpnewton.pipeline import config as pipecfg
+    from dpnewton.pipeline import figures as pipefigures
     from dpnewton.pipeline import timing as pipetiming
     from dpnewton.problems import optimum_paths
 except ImportError as exc:
@@ -26,23 +26,26 @@ except ImportError as exc:
         f"pip install -r {REPO / 'envs' / 'requirements.txt'} && pip install --no-deps {REPO}"
     ) from exc
 
-# `--config key=false` arrives as the string "false": make it the boolean the schema asks for
-with open(workflow.source_path("../schemas/config.schema.yaml")) as fh:
-    pipecfg.coerce_cli_values(config, yaml.safe_load(fh))
-validate(config, schema="../schemas/config.schema.yaml")
+# The one config entry (dpnewton.pipeline.config.load_config): `--config key=false` strings get the
+# type the schema asks for, the schema validates, and its defaults are filled into `config` in place
+# (so rules, scripts and report captions index it directly; the config hash is unchanged by this).
+try:
+    pipecfg.load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+except jsonschema.ValidationError as exc:
+    raise WorkflowError("Error validating config file.", exc)
 
 PLAN = pipecfg.expand(config, base_dir=REPO)
 JOBS = PLAN.job_index
 DATASETS = list(PLAN.datasets)
 ALGORITHMS = list(PLAN.algorithms)
-PRIMARY = config.get("conversion", "bs16")
-FIG = config.get("figures", {})
-FORMATS = FIG.get("formats", ["png", "pdf"])
+PRIMARY = config["conversion"]
+FIG = config["figures"]
+FORMATS = FIG["formats"]
 PROTOCOL = pipecfg.protocol_summary(PLAN)
 STUDIES = pipecfg.studies(config)
 STUDY = STUDIES[0] if STUDIES else {}
-CLAIMS = config.get("claims") or {}
-TIMING = config.get("timing") or {}
+CLAIMS = config["claims"]
+TIMING = config["timing"]
 # test fraction of every dataset (dpnewton.holdout); None = off
 HOLDOUT = PLAN.holdout
 # the cached non-private optimum, where dpnewton.problems looks for it (with a holdout: the
@@ -74,7 +77,7 @@ def dataset_options(wildcards):
 
 
 def data_dir():
-    d = pipecfg.resolve_data_dir(config.get("data_dir"), REPO)
+    d = pipecfg.resolve_data_dir(config["data_dir"], REPO)
     return str(d) if d is not None else None
 
 
@@ -94,11 +97,9 @@ def all_job_curves():
 def timed_configurations():
     """The configurations the timing stage times: those of Table 1, the runtime figure and the
     claims report's Table 1, with every tuned variant of their base algorithms."""
-    table1 = config.get("table1") or {}
-    anchors = [table1.get("baseline", "dp-gd"), table1.get("ours", "hess-clip")]
-    anchors += FIG.get("runtime_algorithms", ["dp-gd", "hess-clip", "qu-clip"])
-    if CLAIMS.get("enabled", False):
-        anchors += [CLAIMS.get("baseline", "dp-gd"), CLAIMS.get("table1_ours", "hess-clip")]
+    anchors = [config["table1"]["baseline"], config["table1"]["ours"]] + FIG["runtime_algorithms"]
+    if CLAIMS["enabled"]:
+        anchors += [CLAIMS["baseline"], CLAIMS["table1_ours"]]
     names = pipetiming.configurations_to_time(PLAN.algorithms, anchors)
     return {n: {"base": PLAN.algorithms[n]["base"], "hyper": PLAN.algorithms[n]["hyper"]} for n in names}
 
@@ -110,11 +111,11 @@ def timing_spec(wildcards):
     spec = {
         "dataset": wildcards.dataset,
         "configurations": TIMED,
-        "repeats": TIMING.get("repeats", 5),
-        "seconds_per_run": TIMING.get("seconds_per_run", 0.5),
-        "epsilon": TIMING.get("epsilon", 1.0),
+        "repeats": TIMING["repeats"],
+        "seconds_per_run": TIMING["seconds_per_run"],
+        "epsilon": TIMING["epsilon"],
         "conversion": PRIMARY,
-        "delta": config.get("delta"),
+        "delta": config["delta"],
     }
     if HOLDOUT is not None:
         spec["holdout"] = HOLDOUT
@@ -134,26 +135,25 @@ def present(names):
 
 
 def privacy_utility_algorithms():
-    chosen = FIG.get("privacy_utility_algorithms")
+    chosen = FIG["privacy_utility_algorithms"]
     if chosen:
         return present(chosen)
-    mini = set(FIG.get("minibatch_algorithms", [])) | {FIG.get("minibatch_baseline", "dp-sgd")}
+    mini = set(FIG["minibatch_algorithms"]) | {FIG["minibatch_baseline"]}
     return [a for a in ALGORITHMS if a not in mini and a != "dp-gd-oracle"]
 
 
 def minibatch_algorithms():
-    return present(FIG.get("minibatch_algorithms", []) + [FIG.get("minibatch_baseline", "dp-sgd")])
+    return present(FIG["minibatch_algorithms"] + [FIG["minibatch_baseline"]])
 
 
 def figure_names():
-    names = ["fig1_runtime", "fig2_privacy_utility", "fig3_convergence"]
-    mini = minibatch_algorithms()
-    if any(a != FIG.get("minibatch_baseline", "dp-sgd") for a in mini):
-        names.append("fig4_minibatch")
-    if len(PLAN.conversions()) > 1:
-        names.append("fig5_conversions")
-    if HOLDOUT is not None:
-        names.append("fig6_heldout")
+    """The figures (dpnewton.pipeline.figures.FIGURES) this config makes."""
+    made = {
+        "fig4_minibatch": any(a != FIG["minibatch_baseline"] for a in minibatch_algorithms()),
+        "fig5_conversions": len(PLAN.conversions()) > 1,
+        "fig6_heldout": HOLDOUT is not None,
+    }
+    names = [f for f in pipefigures.FIGURES if f in pipefigures.ALWAYS or made.get(f, False)]
     return names
 
 
@@ -200,10 +200,10 @@ RESOURCE_TABLES = ["results/tables/resources.parquet", "results/tables/resources
 
 def final_outputs():
     out = table_files() + figure_files() + ["results/tables/best_curves.parquet"] + RESOURCE_TABLES
-    if CLAIMS.get("enabled", False):
+    if CLAIMS["enabled"]:
         out += claims_files()
-    if config.get("publish_figures", False):
+    if config["publish_figures"]:
         out += figure_files("figures")
-        if CLAIMS.get("enabled", False):
+        if CLAIMS["enabled"]:
             out += claims_files("figures")
     return out

@@ -11,7 +11,7 @@ rule prepare_data:
     params:
         options=dataset_options,
         data_dir=data_dir(),
-        allow_download=config.get("allow_download", False),
+        allow_download=config["allow_download"],
     message:
         "Preparing dataset {wildcards.dataset}"
     script:

@@ -6,18 +6,38 @@ determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``conf
 of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
 A ``holdout`` enters the specs (and the protocol) only when it is on, so the jobs of a config
 without one keep their hashes.
+
+:func:`load_config` is the one entry for a configuration (the workflow's ``common.smk`` and the tests
+use it): it gives ``--config`` strings their schema type, validates against
+``workflow/schemas/config.schema.yaml`` and fills the schema's ``default`` values in place, so the
+code indexes the config directly and the defaults live only in the schema. The filling is the one
+``snakemake.utils.validate(set_default=True)`` did before (same keys, same values), so the config
+hash of ``protocol.json`` (over the filled config) and every job spec hash are unchanged.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
+from ..privacy import CONVERSIONS
+
 PRIMARY = "primary"
-ALL_CONVERSIONS = ["paper", "bs16", "cks", "gdp", "official-fsolve"]
+#: the conversions' names (the registry's order), the default of ``conversion_study.conversions``
+ALL_CONVERSIONS = list(CONVERSIONS)
+#: the workflow's config schema (the checkout's ``workflow/schemas``; :func:`load_config` takes another)
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+#: defaults of a ``conversion_study`` entry: applied by :func:`studies` to copies, not written into the
+#: config (a schema default inside the study's oneOf would change the config hash of every config
+#: that has a study)
+STUDY_DEFAULTS = {"enabled": True, "algorithm": "hess-clip", "algorithms": None, "conversions": ALL_CONVERSIONS,
+                  "datasets": None, "epsilons": None}
 
 
 def config_hash(obj) -> str:
@@ -33,6 +53,68 @@ def _string_keys(obj):
     if isinstance(obj, (list, tuple)):
         return [_string_keys(v) for v in obj]
     return obj
+
+
+def load_schema(path: str | Path | None = None) -> dict:
+    with open(path or SCHEMA_PATH) as fh:
+        return yaml.safe_load(fh)
+
+
+def _validator(schema: dict, fill: bool):
+    """A Draft 2020-12 validator; with ``fill`` its ``properties`` check also sets absent properties to
+    (a copy of) their schema ``default`` first, as ``snakemake.utils.validate(set_default=True)`` does
+    (the jsonschema FAQ recipe), only on objects."""
+    from jsonschema import Draft202012Validator, validators
+
+    if not fill:
+        return Draft202012Validator(schema)
+    check_properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, node):
+        if validator.is_type(instance, "object"):
+            for name, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, properties, instance, node)
+
+    return validators.extend(Draft202012Validator, {"properties": properties_with_defaults})(schema)
+
+
+def fill_defaults(cfg: dict, schema: dict | None = None) -> dict:
+    """Set every absent key that has a schema default, in place (no validation errors raised). A null
+    ``datasets``/``algorithms`` entry becomes ``{}`` first and is filled too (snakemake's filling failed
+    on such entries, so no config with one had a hash to keep)."""
+    for group in ("datasets", "algorithms"):
+        if isinstance(cfg.get(group), dict):
+            cfg[group] = {k: ({} if v is None else v) for k, v in cfg[group].items()}
+    for _ in _validator(schema if schema is not None else load_schema(), fill=True).iter_errors(cfg):
+        pass
+    return cfg
+
+
+def load_config(cfg: dict, schema: str | Path | dict | None = None, registry=None) -> dict:
+    """The configuration entry: coerce ``--config`` strings, validate, fill the schema's defaults (in
+    place) and run the checks the schema cannot express (algorithm names against the registry, grid
+    references, caps, duplicate epsilons). Returns ``cfg``. Raises ``jsonschema.ValidationError``
+    (the schema's message, naming the key) or ``ValueError``.
+    """
+    schema = schema if isinstance(schema, dict) else load_schema(schema)
+    coerce_cli_values(cfg, schema)
+    _validator(schema, fill=False).validate(cfg)
+    fill_defaults(cfg, schema)
+    check_config(cfg, registry)
+    return cfg
+
+
+def check_config(cfg: dict, registry=None) -> None:
+    """The hand checks of a filled config (data availability is checked by :func:`expand`)."""
+    if registry is None:
+        from ..algorithms import ALGORITHMS as registry
+    labels = {eps_label(e) for e in cfg["epsilons"]}
+    if len(labels) != len(cfg["epsilons"]):
+        raise ValueError(f"config epsilons {cfg['epsilons']} contain duplicates")
+    seed_list(cfg["seeds"])
+    algorithm_grids(cfg, registry)
 
 
 #: the spellings of a boolean that ``snakemake --config key=value`` passes on as a string (Snakemake
@@ -200,6 +282,7 @@ class Plan:
     curve_epsilons: list[str]
     warnings: list[str]
     holdout: float | None = None     # test fraction of every dataset (:mod:`dpnewton.holdout`); None = off
+    given: dict | None = None        # the config as passed to :func:`expand` (its hash is the protocol's)
 
     @property
     def job_index(self) -> dict[tuple, Job]:
@@ -228,13 +311,12 @@ def algorithm_grids(cfg: dict, registry) -> tuple[dict[str, dict], list[str]]:
     others. Unknown bases error or are skipped (``missing_algorithms``).
     """
     out, skipped = {}, []
-    grids = cfg.get("grids", {})
-    tuning = cfg.get("tuning") or {}
+    grids = cfg.get("grids") or {}           # no schema default: a grid is needed only by `grid:` entries
+    tuning = cfg["tuning"]
     for name, entry in cfg["algorithms"].items():
-        entry = entry or {}
-        base = entry.get("algorithm", name)
+        base = entry.get("algorithm", name)     # the entry's own name unless it names another algorithm
         if base not in registry:
-            if cfg.get("missing_algorithms", "error") == "skip":
+            if cfg["missing_algorithms"] == "skip":
                 skipped.append(name)
                 continue
             what = repr(name) if base == name else f"{name!r} (algorithm {base!r})"
@@ -253,14 +335,14 @@ def algorithm_grids(cfg: dict, registry) -> tuple[dict[str, dict], list[str]]:
         Ts = sorted({int(t) for t in Ts})
         if not Ts or Ts[0] < 1:
             raise ValueError(f"config algorithms.{name}: the T grid {Ts} must be non-empty integers >= 1")
-        cap = entry.get("max_iterations")
-        if cap is None and tuning.get("extend_grid", False) and len(Ts) > 1:
-            cap = Ts[-1] * int(tuning.get("factor", 2)) ** int(tuning.get("max_extensions", 2))
+        cap = entry.get("max_iterations")       # optional; None = the tuning default below
+        if cap is None and tuning["extend_grid"] and len(Ts) > 1:
+            cap = Ts[-1] * int(tuning["factor"]) ** int(tuning["max_extensions"])
         if cap is not None and int(cap) < Ts[-1]:
             raise ValueError(f"config algorithms.{name}.max_iterations={cap} is below the grid maximum {Ts[-1]}")
         eps = entry.get("epsilons")
         labels = None if eps is None else [eps_label(e) for e in eps]
-        out[name] = {"base": base, "iterations": Ts, "hyper": dict(entry.get("hyper") or {}),
+        out[name] = {"base": base, "iterations": Ts, "hyper": dict(entry["hyper"]),
                      "epsilons": labels,
                      "max_iterations": None if cap is None or len(Ts) < 2 else int(cap),
                      "max_iterations_by_epsilon": _caps_by_epsilon(cfg, name, entry, Ts, labels)}
@@ -275,7 +357,7 @@ def _caps_by_epsilon(cfg: dict, name: str, entry: dict, Ts: list[int], labels: l
                          f"is never extended; remove it")
     run_at = set(labels) if labels is not None else {eps_label(e) for e in cfg["epsilons"]}
     for study in studies(cfg):
-        run_at |= {eps_label(e) for e in study.get("epsilons") or []}
+        run_at |= {eps_label(e) for e in study["epsilons"] or []}
     out = {}
     for key, cap in raw.items():
         try:
@@ -294,46 +376,54 @@ def _caps_by_epsilon(cfg: dict, name: str, entry: dict, Ts: list[int], labels: l
 
 
 def studies(cfg: dict) -> list[dict]:
-    """``conversion_study`` as a list of enabled study entries (it may be one mapping or a list)."""
-    raw = cfg.get("conversion_study") or []
-    entries = [raw] if isinstance(raw, dict) else list(raw)
-    return [e for e in entries if e.get("enabled", True)]
+    """``conversion_study`` as a list of the enabled study entries (it may be one mapping or a list),
+    each a copy with :data:`STUDY_DEFAULTS` filled in."""
+    raw = cfg.get("conversion_study") or []     # optional: no study
+    entries = [{**STUDY_DEFAULTS, **e} for e in ([raw] if isinstance(raw, dict) else list(raw))]
+    return [e for e in entries if e["enabled"]]
 
 
 def extension_spec(cfg: dict, algo: dict, eps: str) -> dict | None:
     """Grid-extension rule of one algorithm's jobs at epsilon label ``eps`` (None: no extension)."""
-    tuning = cfg.get("tuning") or {}
+    tuning = cfg["tuning"]
     cap = algo["max_iterations_by_epsilon"].get(eps, algo["max_iterations"])
-    if not tuning.get("extend_grid", False) or cap is None:
+    if not tuning["extend_grid"] or cap is None:
         return None
-    return {"factor": int(tuning.get("factor", 2)), "max_iterations": cap}
+    return {"factor": int(tuning["factor"]), "max_iterations": cap}
 
 
 def curve_epsilons(cfg: dict) -> list[str]:
     """Epsilons whose per-iterate curves are stored: those Figures 1 and 3 plot."""
-    fig = cfg.get("figures", {})
-    eps = [fig.get("runtime_epsilon", 1.0)] + list(fig.get("convergence_epsilons", []))
+    fig = cfg["figures"]
+    eps = [fig["runtime_epsilon"]] + list(fig["convergence_epsilons"])
     return sorted({eps_label(e) for e in eps if e is not None}, key=float)
 
 
 def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: bool = True) -> Plan:
-    """Expand a validated config into the job list (see module docstring)."""
+    """Expand a validated config into the job list (see module docstring).
+
+    ``cfg`` is normally :func:`load_config`'s; a config that was not loaded gets the schema defaults in
+    a copy (``Plan.config``), while the protocol's config hash is over ``cfg`` as passed.
+    """
     from ..holdout import holdout_fraction
 
     if registry is None:
         from ..algorithms import ALGORITHMS as registry
+    # (without the checkout's schema, e.g. a non-editable install, the config must come from load_config)
+    given, cfg = cfg, copy.deepcopy(cfg)
+    if SCHEMA_PATH.exists():
+        fill_defaults(cfg)
     warnings: list[str] = []
-    holdout = holdout_fraction(cfg.get("holdout"))
-    data_dir = resolve_data_dir(cfg.get("data_dir"), base_dir)
+    holdout = holdout_fraction(cfg.get("holdout"))   # no schema default on purpose (absent = off)
+    data_dir = resolve_data_dir(cfg["data_dir"], base_dir)
     datasets, dropped = {}, {}
     for name, entry in cfg["datasets"].items():
-        entry = entry or {}
-        options = dict(entry.get("options") or {})
-        ok, why = (dataset_available(name, data_dir, cfg.get("allow_download", False), options)
+        options = dict(entry["options"])
+        ok, why = (dataset_available(name, data_dir, cfg["allow_download"], options)
                    if check_data else (True, ""))
         if ok:
-            datasets[name] = {"options": options, "optional": bool(entry.get("optional", False))}
-        elif entry.get("optional", False):
+            datasets[name] = {"options": options, "optional": bool(entry["optional"])}
+        elif entry["optional"]:
             dropped[name] = why
             warnings.append(f"optional dataset {name!r} dropped: {why}")
         else:
@@ -348,13 +438,13 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
         raise ValueError("config algorithms: no registered algorithm left")
 
     seeds = seed_list(cfg["seeds"])
-    chunks = seed_chunks(seeds, cfg.get("seeds_per_job"))
+    chunks = seed_chunks(seeds, cfg["seeds_per_job"])
     eps_values = {eps_label(e): float(e) for e in cfg["epsilons"]}
     if len(eps_values) != len(cfg["epsilons"]):
         raise ValueError(f"config epsilons {cfg['epsilons']} contain duplicates")
     curves = curve_epsilons(cfg)
-    max_points = int(cfg.get("curves", {}).get("max_points", 200))
-    primary = cfg.get("conversion", "bs16")
+    max_points = int(cfg["curves"]["max_points"])
+    primary = cfg["conversion"]
 
     combos: list[tuple[str, str, str, str]] = []
 
@@ -367,21 +457,21 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
                 if runs_at(alg, e):
                     combos.append((ds, alg, primary, e))
     for study in studies(cfg):
-        names = study.get("algorithms") or [study.get("algorithm", "hess-clip")]
+        names = study["algorithms"] or [study["algorithm"]]
         present = [a for a in names if a in algos]
         for a in names:
             if a not in algos:
                 warnings.append(f"conversion_study algorithm {a!r} is not in algorithms: skipped in the study")
         for alg in present:
-            for ds in study.get("datasets") or list(datasets):
+            for ds in study["datasets"] or list(datasets):
                 if ds not in datasets:
                     continue
-                for e in [eps_label(x) for x in (study.get("epsilons") or cfg["epsilons"])]:
+                for e in [eps_label(x) for x in (study["epsilons"] or cfg["epsilons"])]:
                     if not runs_at(alg, e):
                         continue
                     if e not in eps_values:
                         eps_values[e] = float(e)
-                    for conv in study.get("conversions", ALL_CONVERSIONS):
+                    for conv in study["conversions"]:
                         if conv != primary and (ds, alg, conv, e) not in combos:
                             combos.append((ds, alg, conv, e))
 
@@ -392,7 +482,7 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
                 "dataset": ds, "dataset_options": datasets[ds]["options"], "algorithm": alg,
                 "base_algorithm": algos[alg]["base"],
                 "hyper": algos[alg]["hyper"], "conversion": conv, "primary": conv == primary,
-                "epsilon": eps_values[e], "eps_label": e, "delta": cfg.get("delta"),
+                "epsilon": eps_values[e], "eps_label": e, "delta": cfg["delta"],
                 "seeds": chunk_seeds, "iterations": algos[alg]["iterations"],
                 "extend": extension_spec(cfg, algos[alg], e),
                 "curves_max_points": max_points if e in curves else 0,
@@ -400,7 +490,7 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
             if holdout is not None:
                 spec["holdout"] = holdout
             jobs.append(Job(ds, alg, conv, e, label, spec))
-    return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout)
+    return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout, given)
 
 
 def protocol_summary(plan: Plan) -> dict:
@@ -414,8 +504,8 @@ def protocol_summary(plan: Plan) -> dict:
     return {
         "datasets": list(plan.datasets), "dropped_datasets": plan.dropped,
         "epsilons": [eps_label(e) for e in cfg["epsilons"]],
-        "delta": "n^-2" if cfg.get("delta") is None else cfg["delta"],
-        "conversion": cfg.get("conversion", "bs16"),
+        "delta": "n^-2" if cfg["delta"] is None else cfg["delta"],
+        "conversion": cfg["conversion"],
         "n_seeds": len(seeds), "seeds": seeds,
         "grids": {a: v["iterations"] for a, v in plan.algorithms.items()},
         "variants": {a: {"algorithm": v["base"], "hyper": v["hyper"]} for a, v in plan.algorithms.items()},
@@ -423,10 +513,10 @@ def protocol_summary(plan: Plan) -> dict:
         "grid_extension": {a: ({"default": v["max_iterations"], **v["max_iterations_by_epsilon"]}
                                if v["max_iterations_by_epsilon"] else v["max_iterations"])
                            for a, v in plan.algorithms.items()}
-        if (cfg.get("tuning") or {}).get("extend_grid") else {},
+        if cfg["tuning"]["extend_grid"] else {},
         "selection": "best T = argmin over the T grid of the mean last-iterate excess loss over seeds "
                      "(non-private tuning, as in the paper)",
-        "n_jobs": len(plan.jobs), "config_hash": config_hash(cfg),
+        "n_jobs": len(plan.jobs), "config_hash": config_hash(cfg if plan.given is None else plan.given),
         **holdout,
     }
 

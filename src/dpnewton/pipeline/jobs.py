@@ -194,7 +194,7 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     prov = provenance(spec, prepared, source_dir)
     Ts = [int(t) for t in spec["iterations"]]
     eps = float(spec["epsilon"])
-    max_points = int(spec.get("curves_max_points", 0))
+    max_points = int(spec["curves_max_points"])
     log.info("job %s/%s/%s eps=%s seeds=%s T=%s n=%d d=%d config_hash=%s", spec["dataset"], spec["algorithm"],
              spec["conversion"], spec["eps_label"], spec["seeds"], Ts, problem.n, problem.d, prov["config_hash"])
     if test is not None:
@@ -332,7 +332,7 @@ def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[
     best, seen = best_mean_t(rows)
     if best is None:
         return []
-    factor = int(ext.get("factor", 2))
+    factor = int(ext["factor"])
     if best == max(seen):
         nxt = int(best * factor)
         return [nxt] if nxt <= int(ext["max_iterations"]) and nxt not in seen else []

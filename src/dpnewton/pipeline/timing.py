@@ -158,7 +158,7 @@ def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.Data
              spec["seconds_per_run"], spec["epsilon"], spec["conversion"], "; ".join(blas))
     raw = measure_update_costs(problem, spec["dataset"], spec["configurations"], int(spec["repeats"]),
                                float(spec["seconds_per_run"]), float(spec["epsilon"]), spec["conversion"],
-                               spec.get("delta"))
+                               spec["delta"])
     for r in summarize_costs(raw).itertuples():
         log.info("cost %s/%s: first update %.4g ms, then %.4g ms per update (medians of %d; range %.4g-%.4g ms, "
                  "spread %.1f%%)", r.dataset, r.algorithm, 1e3 * r.first_update_s, 1e3 * r.s_per_update, r.rounds,
