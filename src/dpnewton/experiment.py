@@ -90,8 +90,21 @@ def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilo
     for T in Ts:
         validate_iterations(T)
     delta, rho = resolve_budget(epsilon, delta, problem.n, conversion)
-    contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho,
-                             [(s, T) for s in seeds for T in Ts])
+    return run_at_rho(problem, dataset, algorithm, epsilon, delta, conversion, rho,
+                      [(s, T) for s in seeds for T in Ts], hyper, blas_threads)
+
+
+def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float, delta: float,
+               conversion: str, rho: float, runs: Iterable[tuple[int | None, int]], hyper: dict | None = None,
+               blas_threads: int = 1) -> list[RunResult]:
+    """Run ``algorithm`` once per (seed, T) of ``runs`` with a given zCDP budget ``rho`` (the
+    second half of :func:`run_algorithm`, which derives rho from epsilon). ``epsilon``, ``delta``
+    and ``conversion`` label the runs (identity, seeding, records); only the accountant-calibrated
+    methods (DP-SGD, minibatch Newton, AOP) read epsilon instead of rho. Used by
+    :func:`dpnewton.tuning.private_select`, whose candidates get a rho calibrated for the whole
+    selection."""
+    spec = get_algorithm(algorithm)
+    contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho, list(runs))
     with threadpool_limits(blas_threads):
         results = spec.run(problem, contexts, dict(hyper or {}))
     for res in results:
