@@ -58,6 +58,13 @@ rule aggregate:
             category="Tables",
             labels={"table": "Gaussian ridge floor (local quadratic model), not a lower bound"},
         ),
+        frontier_parquet="results/tables/frontier.parquet",
+        frontier_csv=report(
+            "results/tables/frontier.csv",
+            caption="../report/frontier.rst",
+            category="Tables",
+            labels={"table": "compute-budget frontier"},
+        ),
         # with a holdout: held-out metrics at best T (heldout_parquet comes with TABLES)
     log:
         "logs/aggregate.log",

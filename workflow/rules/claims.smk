@@ -6,6 +6,7 @@ rule claims:
         baseline="results/tables/baseline.parquet",
         best_curves="results/tables/best_curves.parquet",
         costs="results/tables/update_costs.parquet",
+        frontier="results/tables/frontier.parquet",
     output:
         md=report(
             "results/claims/claims.md",

@@ -152,6 +152,7 @@ def figure_names():
         "fig4_minibatch": any(a != FIG["minibatch_baseline"] for a in minibatch_algorithms()),
         "fig5_conversions": len(PLAN.conversions()) > 1,
         "fig6_heldout": HOLDOUT is not None,
+        "fig7_frontier": True,
     }
     names = [f for f in pipefigures.FIGURES if f in pipefigures.ALWAYS or made.get(f, False)]
     return names

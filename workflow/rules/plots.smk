@@ -165,6 +165,40 @@ rule fig5_conversions:
         "../scripts/figure.py"
 
 
+rule fig7_frontier:
+    input:
+        frontier="results/tables/frontier.parquet",
+        baseline="results/tables/baseline.parquet",
+        floor="results/tables/floor.parquet",
+    output:
+        [
+            report(
+                f"results/figures/fig7_frontier.{ext}",
+                caption="../report/fig7_frontier.rst",
+                category="Figures",
+                labels={"figure": "Figure 7: compute-budget frontier", "format": ext},
+            )
+            for ext in FORMATS
+        ],
+    log:
+        "logs/figures/fig7_frontier.log",
+    localrule: True
+    conda:
+        "../../envs/dpnewton.yaml"
+    params:
+        figure="fig7_frontier",
+        figures=FIG,
+        conversion=PRIMARY,
+        conversions=PLAN.conversions(),
+        study=STUDY,
+        privacy_utility=privacy_utility_algorithms(),
+        minibatch=minibatch_algorithms(),
+    message:
+        "Figure 7: compute-budget frontier"
+    script:
+        "../scripts/figure.py"
+
+
 if HOLDOUT is not None:
 
     rule fig6_heldout:

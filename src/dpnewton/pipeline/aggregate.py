@@ -331,6 +331,16 @@ def edges_markdown(best: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def frontier(summary: pd.DataFrame, baseline: pd.DataFrame, costs: dict) -> pd.DataFrame:
+    """The compute-budget frontier table (:func:`dpnewton.pipeline.frontier.frontier_table`): per
+    (dataset, conversion, epsilon, measure, budget, method) the best mean excess loss over the method's
+    configurations and Ts within the budget (runtime from the timing stage's lone-run model, or
+    gradient passes over Z); ``n`` and ``d`` from the baseline table. Non-private selection."""
+    from . import frontier as fr
+
+    return fr.frontier_table(summary, fr.dims_from_baseline(baseline), costs)
+
+
 def write_frame(frame: pd.DataFrame, parquet_path, csv_path=None) -> None:
     """Parquet (typed) plus a CSV mirror, both atomic."""
     from ..io import atomic_path

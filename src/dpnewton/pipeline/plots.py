@@ -1,5 +1,5 @@
-"""Figures of the paper (1-4), the conversion study (5) and, with a holdout, the held-out metrics (6),
-from the aggregate tables.
+"""Figures of the paper (1-4), the conversion study (5), with a holdout the held-out metrics (6), and
+the compute-budget frontier (7), from the aggregate tables.
 
 Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
 epsilon). Axis labels and titles state that T was selected non-privately.
@@ -263,6 +263,65 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
     save(fig, paths)
 
 
+def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str, paths,
+                    floor: pd.DataFrame | None = None) -> None:
+    """Figure 7: the compute-budget frontier (:mod:`dpnewton.pipeline.frontier`), log-log: best mean
+    excess loss within a budget vs the budget, a step line (best so far) per method, one panel per
+    (dataset, epsilon) for each cost measure (rows: dataset x {gradient passes, lone-run runtime});
+    the trivial w = 0 and the Gaussian ridge floor F* as horizontal reference lines (the
+    non-private optimum, excess 0, is off the log scale). Methods with a non-private step are dashed."""
+    from matplotlib.ticker import NullFormatter
+
+    from .frontier import to_long
+
+    _style()
+    long = to_long(table)
+    long = long[long["conversion"] == conversion]
+    datasets = sorted(long["dataset"].unique()) or ["(none)"]
+    eps = sorted(long["epsilon"].unique()) or [float("nan")]
+    measures = [("passes", "budget: gradient passes over Z (pass-equivalents)"),
+                ("runtime_s", "budget: lone-run runtime (s), timing stage")]
+    nrows = len(datasets) * len(measures)
+    methods = sorted(long["method"].unique())
+    colors = {m: plt.get_cmap("tab20")(k % 20) for k, m in enumerate(methods)}
+    fig, grid = plt.subplots(nrows, len(eps), figsize=(4.2 * len(eps), 3.3 * nrows), squeeze=False)
+    for i, ds in enumerate(datasets):
+        triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"] if "dataset" in baseline else []
+        for j_m, (measure, xlabel) in enumerate(measures):
+            for j, e in enumerate(eps):
+                ax = grid[i * len(measures) + j_m][j]
+                d = long[(long["dataset"] == ds) & np.isclose(long["epsilon"], e) & (long["measure"] == measure)]
+                drawn = False
+                for method, a in d.groupby("method", sort=True):
+                    a = a.sort_values("budget")
+                    y = _positive(a["best_excess_loss"])
+                    if not np.isfinite(y).any():
+                        continue
+                    nonprivate = a["role"].iloc[0] == "non-private step"
+                    ax.step(a["budget"], y, where="post", ls="--" if nonprivate else "-", lw=1.3, color=colors[method],
+                            label=label(method) + (" (non-private step)" if nonprivate else ""))
+                    drawn = True
+                if len(triv):
+                    ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
+                if floor is not None and len(floor):
+                    f = floor[(floor["dataset"] == ds) & (floor["conversion"] == conversion)
+                              & np.isclose(floor["epsilon"], e)]
+                    if len(f) and float(f["ridge_floor"].iloc[0]) > 0:
+                        ax.axhline(float(f["ridge_floor"].iloc[0]), color="0.45", ls=":", lw=1.2, label=FLOOR_LABEL)
+                if not drawn:
+                    _empty(ax, "no method costed" if measure == "runtime_s" else "no data")
+                else:
+                    ax.set_xscale("log")
+                    ax.xaxis.set_minor_formatter(NullFormatter())
+                ax.set_yscale("log")
+                ax.set_title(f"{ds}, eps={e:g}")
+                ax.set_xlabel(xlabel, fontsize=8)
+                ax.set_ylabel("best excess loss within budget", fontsize=8)
+    _legend(fig, list(grid.flat))
+    fig.suptitle(f"Compute-budget frontier (best T and configuration chosen non-privately; conversion {conversion})")
+    save(fig, paths)
+
+
 def _legend(fig, axes):
     """One shared legend under the panels; room for it and for the suptitle."""
     handles, labels_ = {}, []
@@ -305,6 +364,10 @@ def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
         study = params.get("study") or {}
         base = pd.read_parquet(inputs["baseline"]) if "baseline" in inputs else None
         conversions(best, study.get("algorithm", "hess-clip"), params["conversions"], outputs, base)
+    elif name == "fig7_frontier":
+        floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
+        frontier_figure(pd.read_parquet(inputs["frontier"]), pd.read_parquet(inputs["baseline"]), conv, outputs,
+                        floor=floor)
     elif name == "fig6_heldout":
         heldout(pd.read_parquet(inputs["heldout"]), params["privacy_utility"], conv, outputs)
     else:

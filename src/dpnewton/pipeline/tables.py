@@ -19,7 +19,8 @@ log = logging.getLogger("dpnewton.pipeline")
 def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: dict, conversion: str,
               prepared=None, holdout=None) -> dict:
     """Build and write runs, summary, best_T, baseline, update_costs, table1(_long), edges, protocol,
-    best_curves, and heldout when ``out`` names it (holdout on). ``timings`` are the timing rule's raw
+    best_curves, heldout when ``out`` names it (holdout on), and frontier when ``out`` names it
+    (:mod:`dpnewton.pipeline.frontier`: best excess loss per method within a runtime or pass budget). ``timings`` are the timing rule's raw
     CSV files (:mod:`dpnewton.pipeline.timing`).
 
     With ``prepared`` (the prepared ``results/data/<dataset>.npz`` files) and ``out["floor_parquet"]``
@@ -52,6 +53,8 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
         frames["floor"] = floor
     if "heldout_parquet" in out:
         frames["heldout"] = agg.heldout_table(best, optimum_summaries)
+    if "frontier_parquet" in out:
+        frames["frontier"] = agg.frontier(summary, baseline, cost_lookup(costs))
     for name, frame in frames.items():
         agg.write_frame(frame, out[f"{name}_parquet"], out.get(f"{name}_csv"))
     atomic_write_text(out["table1_md"], agg.table1_markdown(t1, base_alg, ours, conversion))

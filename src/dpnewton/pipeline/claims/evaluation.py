@@ -144,3 +144,16 @@ def _verdicts(summary, best, held, baseline, curves, claims: dict, official) -> 
             add(c1_robust.name(), s, ds, verdict_best_loss(held_by[s], ds, ours, competitors, triv.get(ds)),
                 c1_robust.paper())
     return pd.DataFrame(rows), {"table1": pd.DataFrame(table1_rows), "cells": cells_by, "conv": conv}
+
+
+def budget_winner(frontier: pd.DataFrame, conversion: str) -> pd.DataFrame:
+    """The "winner by compute budget" rows (not a claim of the paper): the crossover table
+    (:func:`dpnewton.pipeline.frontier.crossover`) of the frontier table's ``conversion`` cells, with
+    the text of :func:`~.rules.winner_by_budget`. Reads only the frontier table: no verdict uses it."""
+    from ..frontier import crossover, to_long
+    from .rules import winner_by_budget
+
+    long = to_long(frontier)
+    x = crossover(long[long["conversion"] == conversion])
+    return x.assign(reading=[winner_by_budget(r) for _, r in x.iterrows()])
+

@@ -215,6 +215,27 @@ def _code_versions_section(versions) -> list[str]:
         for _, r in versions.iterrows()]
 
 
+def _budget_section(bw) -> list[str]:
+    """Winner by compute budget, from the frontier table (only when the claims rule has it)."""
+    if bw is None or not len(bw):
+        return []
+    L = ["", "## Winner by compute budget (from the frontier table; not a claim of the paper)", "",
+         f"Conversion {bw['conversion'].iloc[0]}. Per (dataset, epsilon) and cost measure: at each of the frontier's "
+         "budgets, the method with the smallest best mean excess loss within that budget, over all its declared "
+         "configurations and T (results/tables/frontier.csv; **non-private** selection, as best T). Candidates: "
+         "second order = the double-noise variants (full and minibatch) and cubic-newton; first order = dp-gd, "
+         "dp-sgd and precond-dp-gd (DP-GD with one private curvature release: counted as first order with a "
+         "preconditioner). dp-gd-oracle and damped-newton have non-private steps and AOP is one-shot: not "
+         "candidates. An exact tie goes to the first-order method. *overtakes at*: the first budget above the "
+         "first second-order win where a first-order method is best. Passes are pass-equivalents "
+         "(benchmarks/pass_costs.py), runtimes lone-run seconds (timing stage; untimed methods absent).", "",
+         "| dataset | eps | measure | winner by compute budget |", "|---|---|---|---|"]
+    for r in bw.itertuples():
+        L.append(f"| {r.dataset} | {r.epsilon:g} | {'gradient passes' if r.measure == 'passes' else 'runtime'} "
+                 f"| {r.reading} |")
+    return L
+
+
 def _caveats() -> list[str]:
     repetitions = paper_claim("paper").values["repetitions"]
     return ["", "## Caveats", "",
@@ -238,6 +259,7 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += _divergence_section(extra["divergence"], baseline)
     L += _robustness_section(extra["robustness"])
     L += _code_versions_section(extra.get("code_versions"))
+    L += _budget_section(extra.get("budget_winner"))
     L += _caveats()
     return "\n".join(L)
 
@@ -253,6 +275,11 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     curves = pd.read_parquet(inputs["best_curves"])
     costs = pd.read_parquet(inputs["costs"])
     verdicts, extra = evaluate(runs, summary, best, baseline, curves, costs, claims)
+    if inputs.get("frontier"):
+        from .evaluation import budget_winner
+
+        extra["budget_winner"] = budget_winner(pd.read_parquet(inputs["frontier"]),
+                                               claims.get("protocol_conversion", "bs16"))
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:

@@ -247,3 +247,21 @@ def verdict_qu(cells: pd.DataFrame, dataset: str, pairs=(("qu-clip", "hess-clip"
         return Verdict(NA, reason="no pairs")
     v = REPRODUCED if ok >= ALMOST_ALWAYS * n else PARTLY if ok >= HALF * n else NOT
     return Verdict(v, "; ".join(parts), f"QU within {QU_FACTOR}x of the Hessian variant in {ok}/{n} cells")
+
+
+def winner_by_budget(row) -> str:
+    """The "winner by compute budget" reading of one crossover row (:func:`dpnewton.pipeline.frontier.crossover`):
+    where a private second-order method is best, and where a first-order method overtakes it.
+    Candidates: the double-noise variants (full and minibatch) and cubic-newton (second order);
+    dp-gd, dp-sgd and precond-dp-gd (first order; precond-dp-gd is DP-GD with one curvature release).
+    Methods with a non-private step (dp-gd-oracle, damped-newton) and one-shot AOP are not candidates."""
+    unit = " passes" if row["measure"] == "passes" else " s"
+    if not row["second_order_budgets"]:
+        return str(row["note"])
+    text = (f"second order best at {int(row['second_order_budgets'])}/{int(row['budgets'])} budgets in "
+            f"[{_fmt(row['second_order_from'])}, {_fmt(row['second_order_to'])}]{unit} "
+            f"({row['second_order_winner']} at the first)")
+    if math.isfinite(float(row["crossover_budget"])):
+        return text + f"; {row['first_order_winner']} overtakes at {_fmt(row['crossover_budget'])}{unit}"
+    return text + "; no first-order method overtakes it within the grid"
+
