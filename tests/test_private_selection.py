@@ -444,3 +444,20 @@ def test_expand_grid():
     assert expand_grid([{"iterations": 4}]) == ((4, {}),)
     with pytest.raises(ValueError, match="iterations"):
         expand_grid([{"iterations": 0}])
+
+
+def test_record_dp_event_meets_target_with_dp_accounting():
+    """The calibrated record's dp-accounting event, on dp-accounting's RDP accountant, lands within
+    1 % above the target (its coarser order grid) and never below our epsilon."""
+    from dp_accounting.rdp import RdpAccountant
+
+    orders = list(1 + np.geomspace(1e-3, 1e4, 400))
+    for dist in (tnb_with_mean(1.0, 10.0), tnb_with_mean(0.0, 5.0), PoissonCount(8.0)):
+        rec = calibrate_candidate_rho(1.0, 1e-6, dist)
+        acc = RdpAccountant(orders)
+        acc.compose(rec.dp_event())
+        eps = acc.get_epsilon(1e-6)
+        assert rec.epsilon * (1 - 1e-6) <= eps <= 1.01
+    import dp_accounting
+    assert isinstance(calibrate_candidate_rho(1.0, 1e-6, tnb_with_mean(-0.5, 3.0)).dp_event(),
+                      dp_accounting.UnsupportedDpEvent)

@@ -320,6 +320,20 @@ class SelectionAccounting:
     delta_hat: float          # Poisson: delta_hat of a candidate at eps_hat; TNB: NaN
     theorem: str
 
+    def dp_event(self):
+        """``RepeatAndSelectDpEvent(GaussianDpEvent(1/sqrt(2 rho)), E[K], shape)``: dp-accounting's
+        event for the same selection (shape eta for TNB, inf for Poisson). A rho-zCDP candidate made
+        of Gaussian releases has the RDP curve lambda rho of one Gaussian with multiplier
+        1/sqrt(2 rho). dp-accounting supports shape >= 0 only: eta < 0 gives ``UnsupportedDpEvent``."""
+        import dp_accounting
+        from dp_accounting import dp_event
+
+        shape = math.inf if self.distribution == "poisson" else float(dict(self.params)["eta"])
+        if shape < 0:
+            return dp_accounting.UnsupportedDpEvent()
+        base = dp_accounting.GaussianDpEvent(1.0 / math.sqrt(2.0 * self.candidate_rho))
+        return dp_event.RepeatAndSelectDpEvent(base, float(self.expected_k), shape)
+
     def as_dict(self) -> dict:
         return {"distribution": self.distribution, **dict(self.params), "expected_k": self.expected_k,
                 "candidate_rho": self.candidate_rho, "target_epsilon": self.target_epsilon,
