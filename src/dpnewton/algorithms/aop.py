@@ -48,6 +48,7 @@ from scipy import linalg, special
 from ..loss import LogisticProblem
 from ..privacy.ledger import ObjectivePerturbationEvent
 from .base import RunContext, RunResult
+from .newton import newton_iterate
 
 L_CONST, R_CONST, BETA = 1.0, 2.0, 1.0
 EPS_FRAC, EPS_OUT_FRAC = 0.9, 0.01
@@ -94,7 +95,7 @@ def aop_objective(problem: LogisticProblem, lam: float, b: np.ndarray):
 
 def minimize_objective(problem: LogisticProblem, lam: float, b: np.ndarray, gamma: float,
                        max_iterations: int | None = None) -> tuple[np.ndarray, float, int]:
-    """Newton's method on J from theta = 0 until ||grad J(theta)||_2 <= gamma.
+    """Newton's method (:func:`.newton.newton_iterate`) on J from theta = 0 until ||grad J(theta)||_2 <= gamma.
 
     Returns (theta, ||grad J(theta)||_2, Newton steps taken); raises ``RuntimeError`` if the
     tolerance is not met within ``max_iterations`` (default :data:`MAX_NEWTON_ITERATIONS`).
@@ -116,28 +117,40 @@ def minimize_objective(problem: LogisticProblem, lam: float, b: np.ndarray, gamm
     def value(theta):
         return float(problem.loss(theta)) + 0.5 * mu * float(theta @ theta) + float(b @ theta)
 
-    theta = np.zeros(d)
-    for steps in range(cap + 1):
+    def evaluate(theta):
         _, g, hess = problem.newton_pass(theta, "hessian")
         grad = g + mu * theta + b
-        reached = float(np.linalg.norm(grad))
-        if reached <= gamma:
-            reached = float(np.linalg.norm(objective(theta)[1]))
-            if reached <= gamma:
-                return theta, reached, steps
-        if steps == cap:
-            break
+        return {"theta": theta, "grad": grad, "hess": hess, "reached": float(np.linalg.norm(grad))}
+
+    def converged(steps, s):  # the fused gradient first, then the one the audit and the tests check
+        if s["reached"] <= gamma:
+            s["reached"] = float(np.linalg.norm(objective(s["theta"])[1]))
+            return s["reached"] <= gamma
+        return False
+
+    def direction(theta, s):
+        hess, grad = s["hess"], s["grad"]
         hess[np.diag_indices(d)] += mu
-        direction = linalg.cho_solve(linalg.cho_factor(hess), grad)
-        decrement = math.sqrt(max(float(grad @ direction), 0.0))
+        p = linalg.cho_solve(linalg.cho_factor(hess), grad)
+        s["decrement"] = math.sqrt(max(float(grad @ p), 0.0))
+        return p
+
+    def step_length(theta, s, p):
+        decrement = s["decrement"]
         t = 1.0
         if m_f * decrement >= 0.25:
             t_damped = 1.0 / (1.0 + m_f * decrement)
             current = value(theta)
-            while t > t_damped and value(theta - t * direction) > current - 0.25 * t * decrement**2:
+            while t > t_damped and value(theta - t * p) > current - 0.25 * t * decrement**2:
                 t *= 0.5
             t = max(t, t_damped)
-        theta = theta - t * direction
+        return t
+
+    theta, s, steps, ok = newton_iterate(np.zeros(d), evaluate, converged, direction, step_length, cap,
+                                         lambda s: converged(cap, s))
+    if ok:
+        return theta, s["reached"], steps
+    reached = s["reached"]
     raise RuntimeError(
         f"AOP: Newton reached ||grad J|| = {reached:.3g}, not the tolerance gamma = 1/n^2 = {gamma:.3g} "
         f"(n = {n}, d = {d}) within {cap} steps. The objective noise is not redrawn (the released draw "

@@ -1,7 +1,8 @@
 """The non-private optimum w*, loss* of the unregularised logistic loss on Z [docs/algorithms.md §8].
 
-Newton's method from w = 0 with a backtracking (halving, Armijo 1e-4) line search, until
-||grad|| <= tol (default 1e-10). The Hessian of a real dataset is often singular (collinear
+Newton's method (:func:`.newton.newton_iterate`) from w = 0 with a backtracking (halving from
+t = 1, Armijo constant 1e-4, down to 1e-20) line search, until ||grad|| <= tol (default 1e-10);
+it stops early when no step passes, or when a step below 1e-12 does not lower the loss. The Hessian of a real dataset is often singular (collinear
 one-hot groups plus the bias), so the direction is the pseudo-inverse solution restricted to
 eigenvalues above a relative cutoff; the gradient always lies in the row space of Z, where the
 Hessian is invertible.
@@ -15,6 +16,7 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
+from .newton import newton_iterate
 
 
 @dataclass
@@ -36,35 +38,38 @@ def pseudo_newton_direction(H: np.ndarray, g: np.ndarray, rcond: float = 1e-13) 
 
 
 def find_optimum(problem: LogisticProblem, tol: float = 1e-10, max_iter: int = 500) -> OptimumResult:
-    w = np.zeros(problem.d)
     log: list[dict] = []
-    m = problem.margins(w)
-    f = float(problem.loss_from_margins(m))
-    for it in range(max_iter):
+
+    def evaluate(w):
+        m = problem.margins(w)
         g = problem.grad_from_margins(m)
-        gn = float(np.linalg.norm(g))
-        log.append({"iteration": it, "loss": f, "grad_norm": gn})
-        if gn <= tol:
-            return OptimumResult(w, f, gn, it, True, log)
-        p = pseudo_newton_direction(problem.soi_from_margins(m, "hessian"), g)
-        slope = float(g @ p)
-        if slope <= 0:  # numerically flat direction: fall back to the gradient
-            p, slope = g, gn * gn
+        return {"m": m, "f": float(problem.loss_from_margins(m)), "g": g, "gn": float(np.linalg.norm(g))}
+
+    def converged(it, s):
+        log.append({"iteration": it, "loss": s["f"], "grad_norm": s["gn"]})
+        return s["gn"] <= tol
+
+    def direction(w, s):
+        g = s["g"]
+        p = pseudo_newton_direction(problem.soi_from_margins(s["m"], "hessian"), g)
+        s["slope"] = float(g @ p)
+        if s["slope"] <= 0:  # numerically flat direction: fall back to the gradient
+            p, s["slope"] = g, s["gn"] * s["gn"]
+        return p
+
+    def step_length(w, s, p):  # halving from t = 1, Armijo constant 1e-4, down to 1e-20
+        m, f, slope = s["m"], s["f"], s["slope"]
         zp = problem.margins(p)
         t = 1.0
         while t > 1e-20:
-            m_new = m - t * zp
-            f_new = float(problem.loss_from_margins(m_new))
-            if f_new <= f - 1e-4 * t * slope:
-                break
+            if float(problem.loss_from_margins(m - t * zp)) <= f - 1e-4 * t * slope:
+                return t
             t *= 0.5
-        else:
-            break
-        w = w - t * p
-        m = problem.margins(w)
-        f_prev, f = f, float(problem.loss_from_margins(m))
-        if f_prev - f <= 0 and t < 1e-12:
-            break
-    g = problem.grad_from_margins(m)
-    gn = float(np.linalg.norm(g))
-    return OptimumResult(w, f, gn, len(log), gn <= tol, log)
+        return None
+
+    def stalled(s, s_new, t):
+        return s["f"] - s_new["f"] <= 0 and t < 1e-12
+
+    w, s, iterations, ok = newton_iterate(np.zeros(problem.d), evaluate, converged, direction, step_length,
+                                          max_iter, lambda s: s["gn"] <= tol, stalled)
+    return OptimumResult(w, s["f"], s["gn"], iterations, ok, log)
