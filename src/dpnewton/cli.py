@@ -4,6 +4,7 @@ Errors in the arguments or the data end the command with exit status 2 and a one
 (no traceback).
 """
 
+# Subcommands import their heavy modules on use (inside each _cmd_*), to keep `dpnewton --help` fast.
 from __future__ import annotations
 
 import argparse
@@ -213,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--delta", type=float, required=True)
     conv.set_defaults(func=_cmd_conversions)
 
-    for module in ("dpnewton.data.cli", "dpnewton.audit_cli"):
+    for module in ("dpnewton.data.cli", "dpnewton.audit.cli"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..io import to_json
+from . import audit_mechanism, find_mechanism
+from .mechanisms import BROKEN_VARIANTS, default_mechanisms
+
 
 def _cmd_audit(args) -> int:
-    from .audit import BROKEN_VARIANTS, audit_mechanism, find_mechanism
-    from .io import to_json
-
     if args.trials < 20:
         raise ValueError(f"--trials={args.trials} must be >= 20")
     if not args.epsilon > 0:
@@ -30,8 +31,6 @@ def _cmd_audit(args) -> int:
 
 
 def register(subparsers) -> argparse.ArgumentParser:
-    from .audit import BROKEN_VARIANTS, default_mechanisms
-
     names = [m.name for m in default_mechanisms()]
     p = subparsers.add_parser("audit", help="empirical lower bound on epsilon for one optimizer",
                               description="Run ALGORITHM on a canary pair (D, D + one record) many times "
