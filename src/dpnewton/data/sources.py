@@ -34,7 +34,7 @@ CHUNK = 1 << 20
 DOWNLOAD_TIMEOUT = 60.0
 MAX_DOWNLOAD_BYTES = 2 << 30  # 2 GiB: refuse anything larger
 
-#: Replaceable for tests: callable(url, timeout) -> file-like response.
+#: The URL opener, callable(url, timeout) -> file-like response (a test may monkeypatch ``_opener``).
 Opener = Callable[[str, float], object]
 
 
@@ -44,13 +44,6 @@ def _default_opener(url: str, timeout: float):
 
 
 _opener: Opener = _default_opener
-
-
-def set_opener(opener: Opener | None) -> None:
-    """Install a custom URL opener (``None`` restores the default HTTPS opener)."""
-    global _opener
-    _opener = opener or _default_opener
-
 
 @dataclass(frozen=True)
 class ResolvedFile:
