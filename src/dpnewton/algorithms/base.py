@@ -139,7 +139,9 @@ StepFn = Callable[[np.ndarray, int], "np.ndarray | tuple[np.ndarray, np.ndarray]
 
 def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, reset: bool = False,
                    diagnostics: dict | None = None, full_margins: bool = True,
-                   average: str = "none") -> RunResult:
+                   average: str = "none", start: Callable[[np.ndarray], np.ndarray] | None = None,
+                   loss_of: Callable[[np.ndarray, np.ndarray], float] | None = None,
+                   loss_ref: float | None = None) -> RunResult:
     """Run T updates of one run: ``w_{t+1} = step(w_t, t)``.
 
     * ``full_margins=True`` (full-batch updates): the step computes the margins m_t = Z w_t in its
@@ -154,10 +156,19 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
       w_bar from their kept iterates and pay one pass for its loss). This is post-processing of
       the iterates: the ledger and every iterate are those of ``average="none"``.
       ``excess_loss`` stays the curve of w_0..w_T, ``w_last`` is w_T, ``train_accuracy`` is w_bar's.
+    * ``start`` maps the random unit vector to w_0 (default: w_0 is that vector); ``loss_of(m, w)``
+      is the loss of w from its margins m = Z w (default l(w)) and ``loss_ref`` its reference value
+      in the excess loss (default loss*): cubic Newton's regularised loss over a ball. Both only
+      with ``full_margins=True`` and ``average="none"``.
     """
     T = ctx.iterations
     first = average_window(T, average)
+    if (loss_of is not None or loss_ref is not None) and (first is not None or not full_margins):
+        raise ValueError("loss_of and loss_ref need full_margins=True and average='none'")
+    loss_of = loss_of or (lambda m, w: problem.loss_from_margins(m))
     w0 = random_unit_vector(ctx.rng, problem.d)
+    if start is not None:
+        w0 = start(w0)
     cutoff = reset_cutoff(problem, w0) if reset else np.inf
     if reset:
         ctx.ledger.mark_nonprivate("explosion reset (uses the non-private optimum)")
@@ -180,7 +191,7 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
             resets += 1
         total += time.perf_counter() - start
         if full_margins:
-            losses[t] = problem.loss_from_margins(m)
+            losses[t] = loss_of(m, w)
             if first is not None and t >= first:
                 sum_w += w
                 sum_m += m
@@ -191,7 +202,7 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     accuracy = None
     if full_margins:
         m = problem.margins(w)
-        losses[T] = problem.loss_from_margins(m)
+        losses[T] = loss_of(m, w)
         if first is None:
             accuracy = problem.accuracy_from_margins(m)
     else:
@@ -200,7 +211,8 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     diag = dict(diagnostics or {})
     diag["diverged"] = bool(not np.isfinite(w).all())
     if first is None:
-        return RunResult(ctx.identity, w, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag,
+        ref = _loss_opt(problem) if loss_ref is None else loss_ref
+        return RunResult(ctx.identity, w, losses - ref, elapsed, ctx.ledger, resets, diag,
                          train_accuracy=accuracy)
     count = T - first + 1
     if full_margins:

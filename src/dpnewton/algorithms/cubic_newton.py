@@ -59,7 +59,6 @@ copies: the output, the losses, the ledger and the random stream are those of th
 from __future__ import annotations
 
 import math
-import time
 import weakref
 from dataclasses import dataclass
 
@@ -67,7 +66,7 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
-from .base import RunContext, RunResult, random_unit_vector
+from .base import RunContext, RunResult, iterate_single
 
 L2_LOGISTIC = 1.0 / (6.0 * math.sqrt(3.0))
 
@@ -207,6 +206,11 @@ def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
     L0, L1, L2 = lipschitz_constants(mu, D)
     sens = (L0 + L1 * D) / n
     _, f_opt = constrained_regularised_optimum(problem, mu, R)
+    eye = np.eye(d)
+
+    def loss_of(m, w):  # F(w) = l(w) + (mu/2)||w||^2 from the margins m = Z w
+        return float(problem.loss_from_margins(m)) + 0.5 * mu * float(w @ w)
+
     results = []
     for ctx in contexts:
         T, rng, ledger = ctx.iterations, ctx.rng, ctx.ledger
@@ -214,35 +218,32 @@ def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
             ledger.mark_nonprivate("noise switched off (testing only)")
         rho_t = ctx.rho / T
         N = inner_steps(rho_t, n, d, mu, D, cfg.max_inner)
-        w = project_ball(random_unit_vector(rng, d), R)
-        losses = np.empty(T + 1)
-        elapsed = np.zeros(T + 1)
-        total = 0.0
-        releases = [] if cfg.record_releases else None
-        for t in range(T):
-            start = time.perf_counter()
+        records = [] if cfg.record_releases else None
+
+        def step(w, t, rng=rng, ledger=ledger, rho_t=rho_t, N=N, records=records):
             m = problem.margins(w)
             g = problem.grad_from_margins(m) + mu * w
-            H = problem.soi_from_margins(m, "hessian") + mu * np.eye(d)
+            H = problem.soi_from_margins(m, "hessian") + mu * eye
             if cfg.noise:
                 sigma = sens / math.sqrt(2.0 * rho_t / N)
-                charge = (lambda t=t: ledger.charge(t, "model-gradient", sens, rho_t / N))
+                charge = (lambda: ledger.charge(t, "model-gradient", sens, rho_t / N))
             else:
                 sigma, charge = 0.0, None
-            record = None if releases is None else []
-            w_next = dp_cubic_solver(g, H, w, N, mu, L2, R, sigma, rng, charge, record)
-            total += time.perf_counter() - start
-            if record is not None:
-                releases.append((np.array([th for th, _ in record]), np.array([rel for _, rel in record])))
-            losses[t] = float(problem.loss_from_margins(m)) + 0.5 * mu * float(w @ w)
-            elapsed[t + 1] = total
-            w = w_next
-        losses[T] = regularised_loss(problem, w, mu)
-        diag = {"diverged": bool(not np.isfinite(w).all()), "inner_steps": N, "mu": mu, "diameter": D,
+            record = None if records is None else []
+            if records is not None:
+                records.append(record)
+            return dp_cubic_solver(g, H, w, N, mu, L2, R, sigma, rng, charge, record), m
+
+        res = iterate_single(problem, ctx, step, start=lambda w0: project_ball(w0, R), loss_of=loss_of,
+                             loss_ref=f_opt)
+        w = res.w
+        diag = {"diverged": res.diagnostics["diverged"], "inner_steps": N, "mu": mu, "diameter": D,
                 "L0": L0, "L1": L1, "L2": L2, "excess_reference": "regularised loss over the ball"}
-        if releases is not None:
-            diag["inner_releases"] = releases
+        if records is not None:
+            diag["inner_releases"] = [(np.array([th for th, _ in rec]), np.array([rel for _, rel in rec]))
+                                      for rec in records]
         if problem.loss_opt is not None:
             diag["unregularised_excess_loss"] = float(problem.loss(w)) - problem.loss_opt
-        results.append(RunResult(ctx.identity, w, losses - f_opt, elapsed, ledger, 0, diag))
+        res.diagnostics = diag
+        results.append(res)
     return results
