@@ -529,6 +529,3 @@ def configurations_per_algorithm(plan: Plan) -> dict[str, int]:
             out[v["base"]] = out.get(v["base"], 0) + 1
     return out
 
-
-def is_finite_number(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
