@@ -145,6 +145,21 @@ def random_problem(n: int, d: int, seed: int = 0, name: str = "random"):
     return LogisticProblem(Z, name=name)
 
 
+def timing_problems(optimum: bool = False) -> list:
+    """(name, source, problem) for a1a and protein, or random unit rows of their shapes when the data
+    are not available (timing only depends on the shape)."""
+    out = []
+    for name, shape in (("a1a", (30956, 124)), ("protein", (50000, 75))):
+        try:
+            p = load(name, optimum=optimum)
+            src = "real"
+        except Exception:
+            p = random_problem(*shape, name=name)
+            src = "random unit rows"
+        out.append((name, src, p))
+    return out
+
+
 # ---- timing --------------------------------------------------------------------------------------
 # The 2 cores are oversubscribed by other engineers' jobs (load average 6-10), so wall-clock minima
 # are biased: a short call can run undisturbed, a long one is always preempted, which makes any

@@ -34,19 +34,6 @@ ALGS = ("dp-gd", "precond-dp-gd")
 TARGET = 1.3
 
 
-def problems():
-    out = []
-    for name, shape in (("a1a", (30956, 124)), ("protein", (50000, 75))):
-        try:
-            p = common.load(name, optimum=False)
-            src = "real"
-        except Exception:
-            p = common.random_problem(*shape, name=name)
-            src = "random unit rows"
-        out.append((name, src, p))
-    return out
-
-
 def per_update(p, alg: str, seeds: list[int], K: int) -> np.ndarray:
     """Per-update times (update 0, then the steady-state updates 1..K) of the first run of a batch."""
     res = run_algorithm(p, p.name, alg, 1.0, seeds, K + 1)
@@ -65,7 +52,7 @@ def main():
     rows = []
     rng = np.random.default_rng(2)
     with threadpool_limits(1):
-        for name, src, p in problems():
+        for name, src, p in common.timing_problems():
             n, d = p.n, p.d
             Pinv = np.linalg.inv(p.Z[:4 * d].T @ p.Z[:4 * d] + np.eye(d))
             g = rng.standard_normal(d)

@@ -46,19 +46,6 @@ DN_ALGS = ["hess-clip", "hess-add", "qu-clip", "qu-add"]
 SYRK = ("hessian_syrk_C", "hessian_syrk_F")
 
 
-def problems():
-    out = []
-    for name, shape in (("a1a", (30956, 124)), ("protein", (50000, 75))):
-        try:
-            p = common.load(name, optimum=False)
-            src = "real"
-        except Exception:
-            p = common.random_problem(*shape, name=name)
-            src = "random unit rows"
-        out.append((name, src, p))
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=7)
@@ -69,7 +56,7 @@ def main():
     rows, md = [], []
     rng = np.random.default_rng(1)
     with threadpool_limits(1):
-        for name, src, p in problems():
+        for name, src, p in common.timing_problems():
             Z, n, d = p.Z, p.n, p.d
             ZF = np.asfortranarray(Z)
             bufC, bufF = np.empty_like(Z), np.empty_like(ZF)
