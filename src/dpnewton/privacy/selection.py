@@ -69,7 +69,8 @@ from typing import Callable
 import numpy as np
 from scipy import optimize, special
 
-DISTRIBUTIONS = ("poisson", "tnb")
+#: the names :func:`make_distribution` accepts (geometric and logarithmic are TNB with eta = 1 and 0)
+DISTRIBUTIONS = ("poisson", "tnb", "geometric", "logarithmic")
 
 #: orders lambda of the (epsilon, delta) conversion grid: 1 + 10^-5 .. 1 + 10^6
 ORDERS = 1.0 + np.geomspace(1e-5, 1e6, 1500)
@@ -206,7 +207,7 @@ def make_distribution(distribution: str, **params):
         if "gamma" in params:
             return TruncatedNegativeBinomialCount(float(eta), float(params["gamma"]))
         return tnb_with_mean(float(eta), float(params["mean"]))
-    raise ValueError(f"distribution={distribution!r} is unknown; choose poisson, tnb, geometric or logarithmic")
+    raise ValueError(f"distribution={distribution!r} is unknown; choose one of {', '.join(DISTRIBUTIONS)}")
 
 
 # ---------------------------------------------------------------------------------------------
