@@ -7,8 +7,11 @@ import pandas as pd
 import pytest
 
 from dpnewton.pipeline import claims as cl
+from dpnewton.pipeline.config import fill_defaults
 
 CONV = {"a": "bs16", "b": "official-fsolve", "c": "gdp"}
+#: the claims section of a config with none given: the schema's defaults
+CLAIMS = fill_defaults({})["claims"]
 
 
 def cell(ds, alg, eps, mean, se=0.0, conv="bs16", base=None, T=5, runtime=1.0, hyper="{}", rho=0.5, delta=1e-8):
@@ -271,7 +274,7 @@ def test_evaluate_and_markdown_end_to_end():
     names = ["hess-clip", "qu-clip", "dp-gd", "damped-newton", "dp-gd-oracle"]
     costs = pd.DataFrame({"dataset": "s", "algorithm": names, "base_algorithm": names,
                           "first_update_s": [0.1, 0.1, 0.5, 0.1, 0.1], "s_per_update": [0.1, 0.1, 0.5, 0.1, 0.1]})
-    verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, costs, {},
+    verdicts, extra = cl.evaluate(runs, summary, best, baseline, curves, costs, CLAIMS,
                                   official=lambda e, d: 1e-3)
     c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
     assert c1["verdict"] == cl.REPRODUCED
@@ -285,11 +288,11 @@ def test_evaluate_and_markdown_end_to_end():
     # DP-GD's cost 0.9 s: every ratio is 9x, partly; 25 % more would make it 11.25x, reproduced
     near = costs.assign(s_per_update=np.where(costs["algorithm"] == "dp-gd", 0.9, 0.1),
                         first_update_s=np.where(costs["algorithm"] == "dp-gd", 0.9, 0.1))
-    v9, _ = cl.evaluate(runs, summary, best, baseline, curves, near, {}, official=lambda e, d: 1e-3)
+    v9, _ = cl.evaluate(runs, summary, best, baseline, curves, near, CLAIMS, official=lambda e, d: 1e-3)
     c2 = v9[v9["claim"].str.startswith("C2") & (v9["setting"] == "a")].iloc[0]
     assert c2["verdict"] == cl.PARTLY and c2["timing_sensitive"] and c2["verdict_timing"] == cl.REPRODUCED
     assert not v9[~v9["claim"].str.startswith(("C2", "C3"))]["timing_sensitive"].any()  # no other claim uses time
-    v5, _ = cl.evaluate(runs, summary, best, baseline, curves, near, {"timing_tolerance": 0.05},
+    v5, _ = cl.evaluate(runs, summary, best, baseline, curves, near, {**CLAIMS, "timing_tolerance": 0.05},
                         official=lambda e, d: 1e-3)
     assert not v5["timing_sensitive"].any()  # 9.45x is still below 10x
     assert not verdicts["cap_sensitive"].any()  # no best T at a cap
@@ -303,7 +306,7 @@ def test_evaluate_and_markdown_end_to_end():
     capped = best.copy()
     capped.loc[(capped["algorithm"] == "dp-gd") & (capped["conversion"] == "bs16")
                & (capped["epsilon"] == 1.0), "edge"] = "high"
-    verdicts, extra = cl.evaluate(runs, summary, capped, baseline, curves, costs, {},
+    verdicts, extra = cl.evaluate(runs, summary, capped, baseline, curves, costs, CLAIMS,
                                   official=lambda e, d: 1e-3)
     c1 = verdicts[(verdicts["claim"].str.startswith("C1 best")) & (verdicts["setting"] == "a")].iloc[0]
     assert c1["verdict"] == cl.REPRODUCED and c1["verdict_past_cap"] == cl.PARTLY and c1["cap_sensitive"]
@@ -316,10 +319,11 @@ def test_evaluate_and_markdown_end_to_end():
 def test_summary_table_keeps_hyphenated_setting():
     v = pd.DataFrame([{"claim": "C1", "dataset": "s", "setting": s, "verdict": x, "ours": "", "reason": ""}
                       for s, x in (("a", cl.NOT), ("a-tuned", cl.PARTLY), ("b", cl.REPRODUCED))])
-    md = cl.markdown(v, {"conv": CONV, "table1": pd.DataFrame(), "configurations": pd.DataFrame(
-        columns=["base", "max_variants", "mean_tried_per_cell", "max_tried_per_cell", "cells", "cells_grid_extended",
-                 "cells_at_edge"]), "divergence": pd.DataFrame(), "robustness": pd.DataFrame()},
-        {}, pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]}))
+    configurations = pd.DataFrame(columns=["base", "max_variants", "mean_tried_per_cell", "max_tried_per_cell",
+                                           "cells", "cells_grid_extended", "cells_at_edge"])
+    extra = {"conv": CONV, "timing_tolerance": CLAIMS["timing_tolerance"], "table1": pd.DataFrame(),
+             "configurations": configurations, "divergence": pd.DataFrame(), "robustness": pd.DataFrame()}
+    md = cl.markdown(v, extra, {}, pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]}))
     assert "| C1 | s | not reproduced | partly | reproduced |" in md
 
 

@@ -246,8 +246,8 @@ def trivial_baseline(optima: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("dataset").reset_index(drop=True)
 
 
-def table1(best: pd.DataFrame, costs: dict[tuple[str, str], float], baseline: str = "dp-gd",
-           ours: str = "hess-clip", conversion: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table1(best: pd.DataFrame, costs: dict[tuple[str, str], float], baseline: str, ours: str,
+           conversion: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 1: runtime ratio baseline/ours at their best T, per dataset and epsilon.
 
     A runtime is a lone run's: first update + (best T - 1) x the configuration's per-update cost on

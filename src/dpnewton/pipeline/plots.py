@@ -343,27 +343,25 @@ def _legend(fig, axes):
 
 def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
     """Entry point of the figure rules: ``name`` is the rule name (fig1_runtime, ...)."""
-    fig = params.get("figures") or {}
+    fig = params["figures"]
     conv = params["conversion"]
     best = pd.read_parquet(inputs["best"]) if "best" in inputs else None
     if name == "fig1_runtime":
         runtime_curves(pd.read_parquet(inputs["curves"]), pd.read_parquet(inputs["costs"]),
-                       fig.get("runtime_algorithms", ["dp-gd", "hess-clip"]),
-                       float(fig.get("runtime_epsilon", 1.0)), conv, outputs)
+                       fig["runtime_algorithms"], float(fig["runtime_epsilon"]), conv, outputs)
     elif name == "fig2_privacy_utility":
         floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
         privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["privacy_utility"], conv, outputs,
                         floor=floor)
     elif name == "fig3_convergence":
-        convergence(pd.read_parquet(inputs["curves"]), fig.get("convergence_algorithms", []),
-                    fig.get("convergence_epsilons", [0.1, 10]), conv, outputs)
+        convergence(pd.read_parquet(inputs["curves"]), fig["convergence_algorithms"], fig["convergence_epsilons"],
+                    conv, outputs)
     elif name == "fig4_minibatch":
         privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["minibatch"], conv, outputs,
                         title="Minibatch variants vs DP-SGD")
     elif name == "fig5_conversions":
-        study = params.get("study") or {}
         base = pd.read_parquet(inputs["baseline"]) if "baseline" in inputs else None
-        conversions(best, study.get("algorithm", "hess-clip"), params["conversions"], outputs, base)
+        conversions(best, params["study"]["algorithm"], params["conversions"], outputs, base)
     elif name == "fig7_frontier":
         floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
         frontier_figure(pd.read_parquet(inputs["frontier"]), pd.read_parquet(inputs["baseline"]), conv, outputs,

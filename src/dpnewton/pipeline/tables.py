@@ -44,7 +44,7 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
     if prepared and "floor_parquet" in out:
         floor = floor_frame(prepared, agg.floor_cells(best), holdout)
         best = agg.add_floor_ratio(best, floor)
-    base_alg, ours = table1.get("baseline", "dp-gd"), table1.get("ours", "hess-clip")
+    base_alg, ours = table1["baseline"], table1["ours"]
     costs = load_costs(timings)
     t1_long, t1 = agg.table1(best, cost_lookup(costs), base_alg, ours, conversion)
     frames = {"runs": runs, "summary": summary, "best_T": best, "baseline": baseline, "update_costs": costs,

@@ -17,8 +17,8 @@ from .cells import SETTING_CONVERSION, SETTINGS, base_of, cell_row, setting_cell
 from .paper import PAPER_TABLE1, paper_claim
 from .rules import (verdict_best_loss, verdict_damped, verdict_fig1, verdict_oracle, verdict_qu, verdict_speedup,
                     verdict_table1_cell)
-from .sensitivity import (TIMING_TOLERANCE, continued_past_cap, scaled_costs, table1_cell_within_timing,
-                          with_cap_check, with_timing_check)
+from .sensitivity import (continued_past_cap, scaled_costs, table1_cell_within_timing, with_cap_check,
+                          with_timing_check)
 from .tables import code_versions, configurations, divergence_table, heldout_cells, split_seed_selection
 from .verdict import NA, Verdict
 
@@ -33,7 +33,8 @@ def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
              official=official_rho) -> tuple[pd.DataFrame, dict]:
     """All claims under all settings -> (verdict rows, extra tables).
 
-    ``costs`` are the timing stage's (first update, per-update) costs: a cell's runtime is that of a
+    ``claims`` is the filled config's ``claims`` section (:func:`dpnewton.pipeline.config.load_config`
+    or ``fill_defaults``: every key the schema gives a default is present). ``costs`` are the timing stage's (first update, per-update) costs: a cell's runtime is that of a
     lone run of best T updates, a curve's runtime at iterate k that of k updates
     (:func:`dpnewton.pipeline.timing.lone_runtime`; NaN for a configuration that was not timed).
     The verdicts are evaluated on the measured cells, with every capped cell continued
@@ -55,8 +56,8 @@ def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
     verdicts, extra = verdicts_with(costs)
     capped = "edge" in best and best["edge"].astype(str).eq("high").any()
     continued = verdicts_with(costs, continued_past_cap)[0] if capped else verdicts
-    tol = float(claims.get("timing_tolerance", TIMING_TOLERANCE))
-    base_alg = claims.get("baseline", "dp-gd")
+    tol = float(claims["timing_tolerance"])
+    base_alg = claims["baseline"]
     timed = [verdicts_with(scaled_costs(costs, base_alg, f))[0] for f in (1 + tol, 1 / (1 + tol))]
     extra.update({"robustness": robust, "divergence": divergence_table(runs, baseline),
                   "configurations": configurations(summary, best), "code_versions": code_versions(runs),
@@ -81,13 +82,11 @@ def _table1_row(setting: str, ds: str, e: float, g, o, tol: float) -> dict:
 def _verdicts(summary, best, held, baseline, curves, claims: dict, official) -> tuple[pd.DataFrame, dict]:
     """Verdict rows of every claim and setting on the cells ``best`` (held-out cells ``held``), and
     the per-setting cells and Table 1 rows they were read from."""
-    conv = {"a": claims.get("protocol_conversion", "bs16"), "b": claims.get("official_conversion", "official-fsolve"),
-            "c": claims.get("tight_conversion", "gdp")}
-    ours = list(claims.get("ours", ["hess-clip", "hess-add", "qu-clip", "qu-add"]))
-    base_alg, oracle = claims.get("baseline", "dp-gd"), claims.get("oracle", "dp-gd-oracle")
-    damped = claims.get("damped", "damped-newton")
-    t1_ours = claims.get("table1_ours", paper_claim("T1").values["method"])
-    tol = float(claims.get("timing_tolerance", TIMING_TOLERANCE))
+    conv = {"a": claims["protocol_conversion"], "b": claims["official_conversion"], "c": claims["tight_conversion"]}
+    ours = list(claims["ours"])
+    base_alg, oracle, damped = claims["baseline"], claims["oracle"], claims["damped"]
+    t1_ours = claims["table1_ours"]
+    tol = float(claims["timing_tolerance"])
     triv = dict(zip(baseline["dataset"], baseline["trivial_excess_loss"]))
     datasets = sorted(best["dataset"].unique())
     bases = sorted(best["base"].unique())

@@ -16,7 +16,6 @@ import pandas as pd
 from .cells import SETTINGS
 from .evaluation import evaluate
 from .paper import PAPER_TABLE1, paper_claim
-from .sensitivity import TIMING_TOLERANCE
 from .tables import CODE_COLUMNS, accounting_share
 from .verdict import format_number as _fmt
 
@@ -101,7 +100,7 @@ def _verdict_sections(verdicts: pd.DataFrame, extra: dict) -> list[str]:
          "not affected; C4 compares the iterations to a loss both reach, which moves only while the Oracle's "
          "capped loss is above ours).", "",
          f"*[timing: W]*: the verdict would become W if DP-GD's per-update cost were "
-         f"{extra.get('timing_tolerance', TIMING_TOLERANCE):.0%} higher or lower than measured, the run-to-run "
+         f"{extra['timing_tolerance']:.0%} higher or lower than measured, the run-to-run "
          "spread of the timing stage (only C2 and C3 use runtimes). Such a verdict rests on timing noise.", "",
          "| claim | dataset | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
     for _, d in st.iterrows():
@@ -279,7 +278,7 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
         from .evaluation import budget_winner
 
         extra["budget_winner"] = budget_winner(pd.read_parquet(inputs["frontier"]),
-                                               claims.get("protocol_conversion", "bs16"))
+                                               claims["protocol_conversion"])
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:
