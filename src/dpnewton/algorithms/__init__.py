@@ -19,6 +19,7 @@ from .damped_newton import DampedNewtonConfig, run_damped_newton
 from .double_noise import DoubleNoiseConfig, run_double_noise
 from .gradient_descent import GradientDescentConfig, OracleConfig, run_dp_gd, run_dp_gd_oracle
 from .minibatch import MinibatchNewtonConfig, SgdConfig, run_dp_sgd, run_minibatch_newton
+from .objpert import ObjpertConfig, run_objpert
 from .precond import PrecondConfig, run_precond_dp_gd
 
 
@@ -106,6 +107,9 @@ register(AlgorithmSpec("dp-sgd", runner(SgdConfig, run_dp_sgd),
 register(AlgorithmSpec("aop", runner(AopConfig, run_aop),
                        "approximate objective perturbation (Iyengar et al. 2019) on Z; T is ignored",
                        iterative=False))
+register(AlgorithmSpec("objpert", runner(ObjpertConfig, run_objpert),
+                       "objective perturbation with the tight privacy profile (Redberg-Koskela-Wang 2023) "
+                       "+ approximate-minimum output noise, on Z; T is ignored", iterative=False))
 register(AlgorithmSpec("cubic-newton", runner(CubicNewtonConfig, run_cubic_newton),
                        "private cubic-regularised Newton (Algorithms 1-2) on l2-regularised loss over a ball"))
 

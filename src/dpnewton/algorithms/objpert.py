@@ -1,0 +1,151 @@
+"""Objective perturbation with the tight privacy profile of Redberg, Koskela & Wang (``objpert``).
+
+[docs/algorithms.md §15] Source: R. Redberg, A. Koskela, Y.-X. Wang, *Improving the Privacy and
+Practicality of Objective Perturbation for Differentially Private Linear Learners*, NeurIPS 2023,
+arXiv:2401.00583. The profile and its derivation are in :mod:`dpnewton.privacy.objpert_profile`.
+
+Loss constants on the projected rows Z (||z_i|| <= 1, docs/algorithms.md §1.2), logistic loss
+l(m) = log(1 + e^-m) of the margin m = <z, theta>: |l'(m)| = sigma(-m) < 1, so ||grad l(theta; z)|| <= L = 1;
+0 < l''(m) = sigma(m) sigma(-m) <= 1/4, so the per-row Hessian l'' z z^T has norm <= beta = 1/4.
+
+Mechanism (``n`` = the run's row count; scaling stated explicitly):
+
+    sum form   J_D(theta) = sum_i l(<z_i, theta>) + (Lambda/2) ||theta||^2 + <b, theta>,  b ~ N(0, sigma^2 I_d)
+    mean form  J_D(theta)/n = l(theta) + (Lambda/(2n)) ||theta||^2 + <b/n, theta>       (what is solved)
+
+Both have the same minimiser theta^, so the privacy analysis is in sum form, where neither Lambda nor sigma
+depends on n (add/remove one row; the neighbour's mean form divides by its own count). The solver works on
+the mean form, i.e. :func:`.aop.aop_objective` with Lambda and the noise b/n (std sigma_obj = sigma/n).
+
+1. Split (named constant :data:`OUTPUT_FRAC` = 0.01, as AOP's eps_out_frac): eps_out = 0.01 eps,
+   delta_out = 0.01 delta for the output Gaussian; eps_obj = eps - eps_out, delta_obj = delta - delta_out.
+2. Lambda rule (declared, data-independent; :data:`JACOBIAN_SHARE` = 0.1): the Jacobian term
+   eps0 = log(1 + beta/Lambda) gets 10 % of eps_obj, Lambda = beta/(exp(0.1 eps_obj) - 1) (sum form;
+   2.4 at eps = 1, 25 at eps = 0.1). ``Lambda=...`` fixes it instead (infeasible if eps0 >= eps_obj: ValueError).
+3. sigma: the root of delta_op(eps_obj; sigma, Lambda) = delta_obj (:func:`calibrate_sigma`), stepped up
+   until delta_op <= delta_obj.
+4. Solve: b drawn once; Newton with the exact Hessian (:func:`.aop.minimize_objective`, the project's
+   :func:`.newton.newton_iterate`) from theta = 0 to ||grad (J_D/n)(theta~)|| <= gamma = :data:`TOLERANCE`
+   = 1e-12, a constant fixed before the data are read (Newton converges quadratically and ends near the
+   float64 floor of that gradient, ~1e-15 sqrt(d); AOP's 1/n^2 is 1e-9 on a1a and would make the output
+   noise below dominate at small n). Not met within :data:`MAX_NEWTON_ITERATIONS`: RuntimeError, no redraw.
+5. Output: theta~ + N(0, sigma_out^2 I_d).
+
+Output noise (approximate minimum). J_D is Lambda-strongly convex in sum form, and the sum-form gradient at
+theta~ has norm <= n gamma, so ||theta~ - theta^|| <= r(n) = n gamma/Lambda. Given the released theta^ = t,
+b = -grad(sum_D l)(t) - Lambda t is a function of (D, t) and the solver is deterministic, so theta~ is a
+function q(D, t) within r of t; for a neighbour (n - 1 or n + 1 rows; r increases with the row count)
+||q(D, t) - q(D', t)|| <= Delta_out = r(n) + r(n + 1) = (2n + 1) gamma/Lambda. Releasing q(D, t) + N(0, sigma_out^2)
+is then a Gaussian mechanism with sensitivity Delta_out given t, calibrated exactly (GDP profile) to
+(eps_out, delta_out): sigma_out = Delta_out/mu_out. Adaptive basic composition with theta^'s (eps_obj, delta_obj)
+gives (eps, delta) for the pair, and the output is post-processing of the pair [Iyengar et al. 2019, AMP].
+
+Accounting: an (epsilon, delta) mechanism, calibrated directly (rows are the same under every
+conversion; rho is the run's nominal budget and is not spent, as for AOP). The ledger holds one
+:class:`~dpnewton.privacy.ObjectivePerturbationEvent` with the split, Lambda, sigma, sigma_out, the profile's
+delta at the calibration and the parts' sums (eps_spent, delta_spent); the parts are summed by
+:func:`~dpnewton.privacy.objpert_profile.check_spend`, which raises PrivacyBudgetExceeded if they
+exceed (epsilon, delta).
+
+Not iterative: T is ignored (the pipeline gives T = 1). The result has two points: excess_loss =
+[excess at theta = 0, excess at the output], elapsed = [0, calibration + solver time].
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..loss import LogisticProblem
+from ..privacy.conversions import _gdp_delta, check_epsilon_delta
+from ..privacy.ledger import ObjectivePerturbationEvent
+from ..privacy.objpert_profile import (calibrate_sigma, check_spend, gaussian_mu_for, jacobian_epsilon,
+                                       lambda_for_share, objpert_delta)
+from .aop import minimize_objective
+from .base import RunContext, RunResult
+
+L_CONST = 1.0          # |l'| <= 1 on ||z|| <= 1
+BETA = 0.25            # 0 <= l'' <= 1/4
+OUTPUT_FRAC = 0.01     # share of epsilon and of delta for the output Gaussian
+JACOBIAN_SHARE = 0.1   # share of eps_obj spent on the Jacobian term eps0 = log(1 + beta/Lambda)
+MAX_NEWTON_ITERATIONS = 100
+TOLERANCE = 1e-12    # gamma on the mean-form gradient, the same for every n
+MECHANISM = "objective perturbation, tight profile (Redberg-Koskela-Wang 2023)"
+
+
+@dataclass(frozen=True)
+class ObjpertConfig:
+    """``jacobian_share``: share of eps_obj for eps0 (the Lambda rule); ``Lambda``: a fixed sum-form
+    regulariser instead (a public number chosen without the data)."""
+
+    jacobian_share: float = JACOBIAN_SHARE
+    Lambda: float | None = None
+
+    def validated(self) -> "ObjpertConfig":
+        if not (isinstance(self.jacobian_share, (int, float)) and 0 < self.jacobian_share < 1):
+            raise ValueError(f"jacobian_share={self.jacobian_share!r} must lie in (0, 1)")
+        if self.Lambda is not None and not (isinstance(self.Lambda, (int, float)) and not isinstance(self.Lambda, bool)
+                                            and math.isfinite(self.Lambda) and self.Lambda > 0):
+            raise ValueError(f"Lambda={self.Lambda!r} must be None or a finite number > 0")
+        return self
+
+
+def output_sensitivity(n: int, lam: float, gamma: float) -> float:
+    """Delta_out = r(n) + r(n + 1), r(m) = m gamma/Lambda (module docstring)."""
+    if n < 2:
+        raise ValueError(f"n={n!r}: objpert needs at least 2 rows")
+    return (2 * n + 1) * gamma / lam
+
+
+def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig = ObjpertConfig()) -> dict:
+    """The split, Lambda, sigma (sum form), the noise scales of the run and the spend check."""
+    check_epsilon_delta(epsilon, delta)
+    cfg = cfg.validated()
+    eps_out, delta_out = OUTPUT_FRAC * epsilon, OUTPUT_FRAC * delta
+    eps_obj, delta_obj = epsilon - eps_out, delta - delta_out
+    lam = lambda_for_share(eps_obj, cfg.jacobian_share, BETA) if cfg.Lambda is None else float(cfg.Lambda)
+    sigma = calibrate_sigma(eps_obj, delta_obj, lam, L_CONST, BETA)
+    delta_obj_spent = objpert_delta(eps_obj, sigma, lam, L_CONST, BETA)
+    gamma = TOLERANCE
+    sens_out = output_sensitivity(n, lam, gamma)
+    mu_out = gaussian_mu_for(eps_out, delta_out)
+    delta_out_spent = _gdp_delta(eps_out, mu_out)
+    eps_spent, delta_spent = check_spend({"objective": (eps_obj, delta_obj_spent),
+                                          "output": (eps_out, delta_out_spent)}, epsilon, delta)
+    return {"output_frac": OUTPUT_FRAC, "jacobian_share": None if cfg.Lambda is not None else cfg.jacobian_share,
+            "eps_obj": eps_obj, "eps_out": eps_out, "delta_obj": delta_obj, "delta_out": delta_out,
+            "L": L_CONST, "beta": BETA, "Lambda": lam, "eps0": jacobian_epsilon(lam, BETA),
+            "sigma": sigma, "mu_obj": L_CONST / sigma, "sigma_obj": sigma / n,
+            "delta_obj_profile": delta_obj_spent, "gamma": gamma, "sensitivity_out": sens_out,
+            "mu_out": mu_out, "sigma_out": sens_out / mu_out, "delta_out_profile": delta_out_spent,
+            "eps_spent": eps_spent, "delta_spent": delta_spent, "returned_zero": False}
+
+
+def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertConfig) -> RunResult:
+    n, d, rng = problem.n, problem.d, ctx.rng
+    start = time.perf_counter()
+    params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg)
+    b = params["sigma_obj"] * rng.standard_normal(d)
+    try:
+        theta_hat, reached, steps = minimize_objective(problem, params["Lambda"], b, params["gamma"],
+                                                       MAX_NEWTON_ITERATIONS)
+    except RuntimeError as err:
+        raise RuntimeError(f"objpert: {err} (objpert's cap: dpnewton.algorithms.objpert.MAX_NEWTON_ITERATIONS)") from err
+    theta = theta_hat + params["sigma_out"] * rng.standard_normal(d)
+    elapsed = time.perf_counter() - start
+    loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
+    losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])
+    ctx.ledger.charge_event(ObjectivePerturbationEvent(ctx.epsilon, ctx.delta, tuple(params.items()), reached,
+                                                       steps, MECHANISM))
+    return RunResult(ctx.identity, theta, losses - loss_opt, np.array([0.0, elapsed]), ctx.ledger, 0,
+                     {"diverged": bool(not np.isfinite(theta).all()), "iterations_ignored": ctx.iterations,
+                      "solver_iterations": steps, "gradient_norm": reached})
+
+
+def run_objpert(problem: LogisticProblem, contexts: list[RunContext],
+                cfg: ObjpertConfig = ObjpertConfig()) -> list[RunResult]:
+    cfg = cfg.validated()
+    return [run_objpert_single(problem, ctx, cfg) for ctx in contexts]
