@@ -13,6 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .paper import PAPER_METHODS
+
 GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
 SETTINGS = ["a", "a-tuned", "b", "c"]
 #: the conversion key ('a', 'b' or 'c' of the claims config) each setting runs under
@@ -27,19 +29,28 @@ def base_of(frame: pd.DataFrame) -> pd.Series:
     return frame["algorithm"]
 
 
+def hyper_dict(h) -> dict:
+    """A row's ``hyper`` as a dict (the tables store it as JSON text)."""
+    if isinstance(h, dict):
+        return h
+    try:
+        return json.loads(h or "{}")
+    except (TypeError, ValueError):
+        return {}
+
+
 def is_reset(frame: pd.DataFrame) -> pd.Series:
     """Rows of configurations that use the official (non-private) explosion reset."""
     if "hyper" not in frame:
         return pd.Series(False, index=frame.index)
+    return frame["hyper"].map(lambda h: bool(hyper_dict(h).get("reset", False))).astype(bool)
 
-    def one(h):
-        if isinstance(h, dict):
-            return bool(h.get("reset", False))
-        try:
-            return bool(json.loads(h or "{}").get("reset", False))
-        except (TypeError, ValueError):
-            return False
-    return frame["hyper"].map(one).astype(bool)
+
+def is_paper_configuration(frame: pd.DataFrame) -> pd.Series:
+    """Rows of the paper's methods (:data:`~.paper.PAPER_METHODS`) at their last iterate (no ``average``)."""
+    averaged = (frame["hyper"].map(lambda h: hyper_dict(h).get("average", "none") != "none").astype(bool)
+                if "hyper" in frame else pd.Series(False, index=frame.index))
+    return base_of(frame).isin(PAPER_METHODS) & ~averaged
 
 
 def setting_cells(best: pd.DataFrame, setting: str, conv: dict, official_rho=None) -> pd.DataFrame:

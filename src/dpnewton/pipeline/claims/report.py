@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .evaluation import evaluate
 from .paper import PAPER_TABLE1, paper_claim
@@ -235,6 +236,53 @@ def _budget_section(bw) -> list[str]:
     return L
 
 
+def _beyond_section(table: pd.DataFrame | None) -> list[str]:
+    """Beyond the paper (:mod:`.beyond`): the best private method per cell against the ridge floor, and
+    the best second-order method against it and against averaged DP-GD."""
+    if table is None or not len(table):
+        return []
+    t = TARGETS
+    k = target_counts(table)
+    L = ["", "## Beyond the paper (not a claim of the paper)", "",
+         "Every declared configuration of every method at its best T (**non-private** selection, as above), "
+         "the package's own methods and options included (iterate averaging, precond-dp-gd, objpert); "
+         "configurations with a non-private step (dp-gd-oracle, damped-newton, the explosion reset) are left "
+         "out. F* is the **Gaussian ridge floor (local quadratic model)**: the expected excess loss of ridge-"
+         "regularised, Gaussian-perturbed ERM on the quadratic model at w* (results/tables/floor.csv); it is not "
+         "a lower bound, and the trivial loss of w = 0 is listed under *Divergence*. *second order* = the "
+         "double-noise variants, cubic-newton and precond-dp-gd, with or without averaging. Ratios against "
+         "*averaged DP-GD* are at both methods' best T: iterations, lone-run runtime (timing stage; n/a when a "
+         "configuration was not timed) and pass-equivalents (benchmarks/pass_costs.py). `high`: averaged "
+         "DP-GD's best T is at its cap.", "",
+         "| dataset | eps | best (T) | excess | / F* | DP-GD / best | averaged DP-GD (T) | best second order (T) "
+         "| / best | within 1 s.e. | iterations ratio | runtime ratio | passes ratio |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def ratio(x) -> str:
+        return f"{x:.2f}x" if isinstance(x, (int, float)) and math.isfinite(x) else "n/a"
+
+    def named(name, T, edge="") -> str:
+        return "n/a" if not isinstance(name, str) else f"{name} ({int(T)}{_edge(edge)})"
+
+    for r in table.itertuples():
+        L.append(f"| {r.dataset} | {r.epsilon:g} | {named(r.best, r.best_T)} | {_fmt(r.best_excess)} | "
+                 f"{ratio(r.best_over_floor)} | {ratio(r.dp_gd_over_best)} | "
+                 f"{named(r.averaged, r.averaged_T, r.averaged_edge)} | {named(r.second_order, r.second_order_T)} | "
+                 f"{ratio(r.second_order_over_best)} | {'yes' if r.second_order_within_se is True else 'no'} | "
+                 f"{ratio(r.iterations_ratio)} | {ratio(r.runtime_ratio)} | {ratio(r.passes_ratio)} |")
+    floor_fail = table[(table["epsilon"] >= t["floor_min_epsilon"]) & ~table["floor_target_met"].astype(object).eq(True)]
+    L += ["", "Targets (measurements, not verdicts):", "",
+          f"* best method within {t['floor_ratio']:g}x F* in every cell with epsilon >= {t['floor_min_epsilon']:g}: "
+          f"met in {k['floor_met']} of {k['floor_cells']} cells"
+          + (f"; missed in {', '.join(f'{r.dataset}@{r.epsilon:g} ({ratio(r.best_over_floor)})' for r in floor_fail.itertuples())}"
+             if len(floor_fail) else "") + ";",
+          f"* a second-order method within one s.e. of the best, with >= {t['iterations_ratio']:g}x fewer iterations "
+          f"and >= {t['runtime_ratio']:g}x less runtime than averaged DP-GD at its best T, in at least "
+          f"{t['cells_share']:.0%} of the cells ({k['speed_needed']} of {k['cells']}): met in {k['speed_met']}; "
+          f"within one s.e. in {k['within_se']} of {k['cells']}."]
+    return L
+
+
 def _caveats() -> list[str]:
     repetitions = paper_claim("paper").values["repetitions"]
     return ["", "## Caveats", "",
@@ -259,6 +307,7 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += _robustness_section(extra["robustness"])
     L += _code_versions_section(extra.get("code_versions"))
     L += _budget_section(extra.get("budget_winner"))
+    L += _beyond_section(extra.get("beyond"))
     L += _caveats()
     return "\n".join(L)
 
