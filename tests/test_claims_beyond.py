@@ -101,3 +101,31 @@ def test_a_tuned_cells_of_the_paper_configurations():
     cells = setting_cells(b[is_paper_configuration(b)], "a-tuned", conv)
     assert set(cells["algorithm"]) == {"dp-gd-s8", "hess-clip", "dp-gd-oracle"}
     assert np.isclose(cells.loc[cells["base"] == "dp-gd", "excess_loss_mean"].iloc[0], 0.030)
+
+
+def test_tracks_comparison_known_answers():
+    from dpnewton.pipeline.claims.tuning_tracks import label_variants, tracks_comparison, tracks_section
+
+    cfg = {"selection": {"methods": {"gd": {"variants": ["dp-gd", "dp-gd-s8"], "iterations": [10]},
+                                     "newton": {"variants": ["hess-clip"], "iterations": [4]}}},
+           "fixed": {"methods": {"gd": {"variant": "dp-gd-tail", "iterations": "snr"}}}}
+    assert label_variants(cfg) == {"gd": ["dp-gd", "dp-gd-s8", "dp-gd-tail"], "newton": ["hess-clip"]}
+    tracks = pd.DataFrame([
+        {"track": "private-selection", "dataset": "a1a", "method": "gd", "epsilon": 1.0, "repetitions": 8,
+         "excess_loss": 0.05, "excess_loss_se": 0.01, "n_configurations": 2, "median_T": 10.0,
+         "mean_candidate_iterations": 40.0, "expected_k": 4.0},
+        {"track": "fixed-rule", "dataset": "a1a", "method": "gd", "epsilon": 1.0, "repetitions": 8,
+         "excess_loss": 0.07, "excess_loss_se": 0.02, "n_configurations": 1, "median_T": 755.0,
+         "mean_candidate_iterations": 755.0, "expected_k": np.nan},
+        {"track": "private-selection", "dataset": "a1a", "method": "newton", "epsilon": 1.0, "repetitions": 8,
+         "excess_loss": 0.04, "excess_loss_se": 0.01, "n_configurations": 1, "median_T": 4.0,
+         "mean_candidate_iterations": 16.0, "expected_k": 4.0}])
+    t = tracks_comparison(tracks, _best(), cfg, "bs16").set_index("method")
+    # gd's variants: dp-gd 0.040, dp-gd-s8 0.030, dp-gd-tail 0.020 -> the tail average is its oracle-tuned best
+    assert t.loc["gd", "oracle_tuned"] == 0.020 and t.loc["gd", "oracle_config"] == "dp-gd-tail"
+    assert (t.loc["gd", "selection"], t.loc["gd", "fixed"], t.loc["gd", "fixed_T"]) == (0.05, 0.07, 755.0)
+    assert t.loc["newton", "oracle_tuned"] == 0.022 and math.isnan(t.loc["newton", "fixed"])
+    text = "\n".join(tracks_section(t.reset_index()))
+    assert "| a1a | 1 | gd | 0.02 (dp-gd-tail) | 0.05 ± 0.01 | 0.07 ± 0.02 (755) | 2 | 4 | 40 |" in text
+    # winners: oracle-tuned gd (0.020 < 0.022), private selection newton (0.04 < 0.05), fixed rule gd (only one)
+    assert "| a1a | 1 | gd (0.02) | newton (0.04) | gd (0.07) |" in text

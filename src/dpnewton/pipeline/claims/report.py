@@ -18,6 +18,7 @@ from .cells import SETTINGS
 from .evaluation import evaluate
 from .paper import PAPER_TABLE1, paper_claim
 from .tables import CODE_COLUMNS, accounting_share
+from .tuning_tracks import tracks_comparison, tracks_section
 from .verdict import format_number as _fmt
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -308,12 +309,15 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += _code_versions_section(extra.get("code_versions"))
     L += _budget_section(extra.get("budget_winner"))
     L += _beyond_section(extra.get("beyond"))
+    L += tracks_section(extra.get("tracks"))
     L += _caveats()
     return "\n".join(L)
 
 
-def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | None = None) -> pd.DataFrame:
-    """Rule ``claims``: the aggregate tables (``inputs``) -> ``claims.md`` and its CSVs (``outputs``)."""
+def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | None = None,
+                 tracks: dict | None = None) -> pd.DataFrame:
+    """Rule ``claims``: the aggregate tables (``inputs``) -> ``claims.md`` and its CSVs (``outputs``).
+    ``tracks``: the config's ``tracks`` section, when ``inputs`` has the tracks table."""
     from ...io import atomic_path, atomic_write_text
 
     runs = pd.read_parquet(inputs["runs"])
@@ -328,6 +332,9 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
 
         extra["budget_winner"] = budget_winner(pd.read_parquet(inputs["frontier"]),
                                                claims["protocol_conversion"])
+    if inputs.get("tracks"):
+        extra["tracks"] = tracks_comparison(pd.read_parquet(inputs["tracks"]), best, tracks or {},
+                                            claims["protocol_conversion"])
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:

@@ -1,0 +1,96 @@
+"""Tuning paid for privately: the private-selection and fixed-rule tracks beside the oracle-tuned one
+(not a claim of the paper; :mod:`dpnewton.pipeline.tracks` runs them).
+
+Per (dataset, epsilon, method label of the config's ``tracks``): the oracle-tuned best, i.e. the
+lowest best-T mean over the label's declared variants (non-private selection: an upper bound on what
+tuning can give), beside the mean excess loss of the privately selected model and of the fixed
+rule, each over the track's repetitions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .verdict import format_number as _fmt
+
+COLUMNS = ["dataset", "epsilon", "method", "oracle_tuned", "oracle_config", "selection", "selection_se",
+           "selection_repetitions", "configurations", "expected_k", "tuning_iterations", "fixed", "fixed_se",
+           "fixed_T"]
+
+
+def label_variants(tracks_cfg: dict) -> dict[str, list[str]]:
+    """Method label -> the variants (config algorithm entries) it stands for, in either track."""
+    out: dict[str, list[str]] = {}
+    for label, m in ((tracks_cfg.get("selection") or {}).get("methods") or {}).items():
+        out.setdefault(label, []).extend(m["variants"])
+    for label, m in ((tracks_cfg.get("fixed") or {}).get("methods") or {}).items():
+        out.setdefault(label, []).append(m["variant"])
+    return {k: list(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def tracks_comparison(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict, conversion: str) -> pd.DataFrame:
+    """One row per (dataset, epsilon, method label) of the tracks table; ``best`` is the best-T table."""
+    variants = label_variants(tracks_cfg)
+    b = best[best["conversion"] == conversion]
+    rows = []
+    for (ds, eps, label), g in tracks.groupby(["dataset", "epsilon", "method"], sort=True):
+        rec = {"dataset": ds, "epsilon": float(eps), "method": label}
+        o = b[(b["dataset"] == ds) & np.isclose(b["epsilon"], eps) & b["algorithm"].isin(variants.get(label, []))]
+        m = o["excess_loss_mean"].astype(float)
+        m = m[np.isfinite(m)]
+        if len(m):
+            rec.update(oracle_tuned=float(m.min()), oracle_config=str(o.loc[m.idxmin(), "algorithm"]))
+        for track, key in (("private-selection", "selection"), ("fixed-rule", "fixed")):
+            t = g[g["track"] == track]
+            if not len(t):
+                continue
+            r = t.iloc[0]
+            rec[key], rec[f"{key}_se"] = float(r["excess_loss"]), float(r["excess_loss_se"])
+            if key == "selection":
+                rec.update(selection_repetitions=int(r["repetitions"]), configurations=int(r["n_configurations"]),
+                           expected_k=float(r["expected_k"]), tuning_iterations=float(r["mean_candidate_iterations"]))
+            else:
+                rec["fixed_T"] = float(r["median_T"])
+        rows.append(rec)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def tracks_section(table: pd.DataFrame | None) -> list[str]:
+    """The report's section on the tracks (:func:`tracks_comparison`), with the winner per cell and track."""
+    if table is None or not len(table):
+        return []
+
+    def pm(mean, se) -> str:
+        return "n/a" if not (isinstance(mean, float) and math.isfinite(mean)) else f"{_fmt(mean)} ± {_fmt(se, 2)}"
+
+    L = ["", "## Tuning paid for privately: the tracks (not a claim of the paper)", "",
+         "*oracle-tuned*: the lowest best-T mean over the method's declared variants, with T and the variant "
+         "chosen on the true loss (**non-private**: an upper bound on what tuning can give, not a private result). "
+         "*private selection*: Papernot-Steinke selection inside the cell's (epsilon, delta) (docs/algorithms.md "
+         "§14): K candidates, K drawn from the declared law, each a (variant, T) drawn uniformly from the declared "
+         "grid, the output the candidate with the lowest private score; the mean and s.e. of the selected model's "
+         "excess loss over the repetitions of the whole procedure. *fixed rule*: one configuration fixed before "
+         "any data is seen (T: an integer or the snr rule), at the full budget. *tuning iterations*: the mean "
+         "total T of all candidates of one selection (its compute).", "",
+         "| dataset | eps | method | oracle-tuned (upper bound) | private selection | fixed rule (T) | "
+         "configurations | E[K] | tuning iterations |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in table.itertuples():
+        fixed = pm(r.fixed, r.fixed_se) + (f" ({int(r.fixed_T)})" if isinstance(r.fixed_T, float)
+                                           and math.isfinite(r.fixed_T) else "")
+        oracle = "n/a" if not (isinstance(r.oracle_tuned, float) and math.isfinite(r.oracle_tuned)) else \
+            f"{_fmt(r.oracle_tuned)} ({r.oracle_config})"
+        L.append(f"| {r.dataset} | {r.epsilon:g} | {r.method} | {oracle} | {pm(r.selection, r.selection_se)} | "
+                 f"{fixed} | {_fmt(r.configurations)} | {_fmt(r.expected_k)} | {_fmt(r.tuning_iterations)} |")
+    L += ["", "Winner per cell (lowest mean):", "", "| dataset | eps | oracle-tuned | private selection | fixed rule |",
+          "|---|---|---|---|---|"]
+    for (ds, eps), g in table.groupby(["dataset", "epsilon"], sort=True):
+        cells = []
+        for col in ("oracle_tuned", "selection", "fixed"):
+            v = g[col].astype(float)
+            v = v[np.isfinite(v)]
+            cells.append("n/a" if v.empty else f"{g.loc[v.idxmin(), 'method']} ({_fmt(float(v.min()))})")
+        L.append(f"| {ds} | {eps:g} | " + " | ".join(cells) + " |")
+    return L
