@@ -252,3 +252,14 @@ def track_table(rows: pd.DataFrame) -> pd.DataFrame:
     if "expected_k" in rows:
         out = out.merge(g["expected_k"].first().reset_index(), on=TABLE_KEYS, how="left")
     return out.drop(columns="excess_loss_sd")
+
+
+def write_track_table(row_files, parquet: str | Path, csv: str | Path) -> pd.DataFrame:
+    """The tracks table of the jobs' row files (:func:`track_table`), written atomically."""
+    rows = pd.concat([pd.read_csv(f, dtype={"eps_label": str}) for f in row_files], ignore_index=True)
+    table = track_table(rows)
+    with atomic_path(parquet, suffix=".parquet") as tmp:
+        table.to_parquet(tmp, index=False)
+    with atomic_path(csv, suffix=".csv") as tmp:
+        table.to_csv(tmp, index=False)
+    return table
