@@ -132,3 +132,24 @@ def test_bad_arguments_raise():
         aop.aop_parameters(0.0, 1e-5, 100, 1e-4)
     with pytest.raises(ValueError, match="max_attempts"):
         run_algorithm(PROBLEM, "syn", "aop", 1.0, [0], [1], hyper={"max_attempts": 0})
+
+
+def test_official_conversion_runs_at_the_v1_drivers_epsilon():
+    """Under official-fsolve AOP is calibrated to zcdp_to_eps(rho_fsolve, delta), as the V1 driver passed it:
+    about 0.27 where fsolve failed (epsilon 0.01), the nominal epsilon where it converged (epsilon 1)."""
+    from dpnewton.privacy import epsilon_to_rho, rho_to_epsilon
+
+    for eps in (0.01, 1.0):
+        delta, rho = resolve_budget(eps, None, PROBLEM.n, "official-fsolve")
+        (ctx,) = make_contexts("syn", "aop", eps, delta, "official-fsolve", rho, [(0, 1)])
+        expected = rho_to_epsilon(epsilon_to_rho(eps, delta, "official-fsolve"), delta, "official-fsolve")
+        assert aop.aop_epsilon(ctx) == pytest.approx(expected, rel=1e-12)
+        ev = aop.run_aop(PROBLEM, [ctx])[0].ledger.events[0]
+        assert ev["target_epsilon"] == pytest.approx(expected, rel=1e-12)
+        if eps == 0.01:
+            assert 0.2 < expected < 0.35
+        else:
+            assert expected == pytest.approx(1.0, rel=1e-6)
+    # every other conversion: the run's epsilon
+    (ctx,) = _contexts(0.01, [0])
+    assert aop.aop_epsilon(ctx) == 0.01

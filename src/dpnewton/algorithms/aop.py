@@ -31,6 +31,11 @@ Departures from the reference (documented choices):
 The ledger event holds the split and noise scales above, gamma, the reached ||grad J(theta^)||
 (``gradient_norm``; NaN when ``returned_zero``) and the Newton steps (``solver_iterations``).
 
+Epsilon: AOP is calibrated to the run's (epsilon, delta), not through rho, except under the official
+code's conversion (``official-fsolve``), where it runs at zcdp_to_eps(rho, delta) of that conversion's
+rho, as the V1 driver passed it (:func:`aop_epsilon`; docs/algorithms.md §4.2): about 0.27 where
+fsolve failed (epsilon <= ~0.13). That epsilon is the one the ledger event records.
+
 AOP is not iterative: the run's T (``identity.iterations``) is ignored (the pipeline gives it
 T = 1). The result has two points: excess_loss = [excess at theta = 0, excess at the output],
 elapsed = [0, solver time].
@@ -46,6 +51,7 @@ import numpy as np
 from scipy import linalg, special
 
 from ..loss import LogisticProblem
+from ..privacy import rho_to_epsilon
 from ..privacy.ledger import ObjectivePerturbationEvent
 from .base import RunContext, RunResult
 from .newton import newton_iterate
@@ -158,11 +164,20 @@ def minimize_objective(problem: LogisticProblem, lam: float, b: np.ndarray, gamm
         "norm is at float64 rounding (~1e-16 ||b|| sqrt(d)), n is too large for gamma = 1/n^2.")
 
 
+def aop_epsilon(ctx: RunContext) -> float:
+    """The epsilon AOP is calibrated to: the run's, or under ``official-fsolve`` zcdp_to_eps(rho, delta)
+    of that conversion's rho (the V1 driver's call; equal to the run's epsilon where fsolve converged)."""
+    if ctx.conversion == "official-fsolve":
+        return float(rho_to_epsilon(ctx.rho, ctx.delta, "official-fsolve"))
+    return float(ctx.epsilon)
+
+
 def run_aop_single(problem: LogisticProblem, ctx: RunContext) -> RunResult:
     n, d, rng = problem.n, problem.d, ctx.rng
     gamma = 1.0 / n**2
     start = time.perf_counter()
-    params = aop_parameters(ctx.epsilon, ctx.delta, n, gamma)
+    epsilon = aop_epsilon(ctx)
+    params = aop_parameters(epsilon, ctx.delta, n, gamma)
     if params["returned_zero"]:
         theta, reached, steps = np.zeros(d), float("nan"), 0
     else:
@@ -172,7 +187,7 @@ def run_aop_single(problem: LogisticProblem, ctx: RunContext) -> RunResult:
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
     losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])
-    ctx.ledger.charge_event(ObjectivePerturbationEvent(ctx.epsilon, ctx.delta, tuple(params.items()),
+    ctx.ledger.charge_event(ObjectivePerturbationEvent(epsilon, ctx.delta, tuple(params.items()),
                                                        reached, steps))
     return RunResult(ctx.identity, theta, losses - loss_opt, np.array([0.0, elapsed]), ctx.ledger, 0,
                      {"diverged": bool(not np.isfinite(theta).all()), "iterations_ignored": ctx.iterations,
