@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dpnewton.pipeline import claims as cl
-from dpnewton.pipeline.config import fill_defaults
+from dpnewton.pipeline.schema import fill_defaults
 
 CONV = {"a": "bs16", "b": "official-fsolve", "c": "gdp"}
 #: the claims section of a config with none given: the schema's defaults
@@ -371,3 +371,25 @@ def test_report_rows_name_the_claims_of_the_paper_table():
     assert cl.paper_claim("C4").name(eps=0.1) == "C4 converges faster than DP-GD-Oracle (eps=0.1)"
     assert cl.PAPER_TABLE1 is cl.paper_claim("T1").values["ratios"]
     assert cl.FIG1_MARGIN == cl.paper_claim("C3").values["margin"]
+
+
+def test_damped_verdict_also_read_at_the_alternative_factor():
+    # damped 2.5x the best at the three smallest epsilons: poor within 2x (reproduced), good within 3x
+    # everywhere, also at the smallest two (partly)
+    rows = []
+    for e, dm in zip((0.01, 0.1, 1, 10), (2.5, 2.5, 2.5, 1.1)):
+        rows += [cell("s", "damped-newton", e, dm), cell("s", "hess-clip", e, 1.0)]
+    r = cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"])
+    assert r.verdict == cl.REPRODUCED
+    assert r.reason.endswith(f"within {cl.paper_claim('C5').values['alternative_factor']:g}x: partly "
+                             "(eps=0.01: good, eps=0.1: good, eps=1: good, eps=10: good)")
+
+
+def test_speedup_without_degenerate_cells():
+    # two huge ratios from cells where a method is no better than w = 0 carry the median into [10, 40]
+    r = cl.verdict_speedup([2.0, 3.0, 4000.0, 5000.0, 20.0], [False, False, True, True, False])
+    assert r.verdict == cl.REPRODUCED and "median 20.00x over 5 cells" in r.reason
+    assert r.reason.endswith("without the 2 degenerate cells (a best loss no better than w = 0): "
+                             "median 3.00x over 3 cells, range 2.00-20.00x, 1 in [10, 40]x -> partly")
+    assert "degenerate" not in cl.verdict_speedup([12, 20]).reason
+    assert cl.verdict_speedup([5.0, 9.0], [True, True]).reason.endswith("none left")

@@ -129,3 +129,16 @@ def test_tracks_comparison_known_answers():
     assert "| a1a | 1 | gd | 0.02 (dp-gd-tail) | 0.05 ± 0.01 | 0.07 ± 0.02 (755) | 2 | 4 | 40 |" in text
     # winners: oracle-tuned gd (0.020 < 0.022), private selection newton (0.04 < 0.05), fixed rule gd (only one)
     assert "| a1a | 1 | gd (0.02) | newton (0.04) | gd (0.07) |" in text
+
+
+def test_tuning_budget_counts_the_paper_configurations():
+    from dpnewton.pipeline.claims.evaluation import tuning_budget
+    from dpnewton.pipeline.claims.report import _tuning_budget
+
+    b = _best().assign(base=lambda f: f["base_algorithm"])
+    paper = b[is_paper_configuration(b)]
+    # dp-gd, dp-gd-s8 (the tail average is not the paper's); hess-clip (its reset variant excluded)
+    assert tuning_budget(paper, "bs16") == {"dp-gd": 2, "dp-gd-oracle": 1, "hess-clip": 1}
+    text = " ".join(_tuning_budget(tuning_budget(paper, "bs16")))
+    assert "setting a-tuned picks the best of dp-gd 2, dp-gd-oracle 1, hess-clip 1" in text
+    assert _tuning_budget({}) == []

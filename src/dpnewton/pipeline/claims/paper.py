@@ -72,8 +72,9 @@ PAPER_CLAIMS: tuple[PaperClaim, ...] = (
     PaperClaim(
         "C5", "{id} damped Newton [Medina21] good only for large eps", "low loss only for large eps",
         "Section 5, Figure 2",
-        # "good" = best mean excess loss within ``factor`` of the best method's
-        {"factor": 2.0}),
+        # "good" = best mean excess loss within ``factor`` of the best method's (the wording is
+        # qualitative: the verdict within ``alternative_factor`` is shown beside it)
+        {"factor": 2.0, "alternative_factor": 3.0}),
     PaperClaim(
         "C6", "{id} QU variants almost as good as Hessian ones", "almost as fast", "Section 4.2; Section 5",
         # "almost as good" = best mean excess loss within ``factor`` of the Hessian variant's
@@ -95,6 +96,7 @@ PAPER_FIG1 = {k: paper_claim("C3").values[k] for k in ("ours", "dp_gd", "best", 
 TABLE1_FACTOR = paper_claim("T1").values["factor"]
 FIG1_MARGIN = paper_claim("C3").values["margin"]
 DAMPED_GOOD = paper_claim("C5").values["factor"]
+DAMPED_GOOD_ALT = paper_claim("C5").values["alternative_factor"]
 QU_FACTOR = paper_claim("C6").values["factor"]
 
 #: the methods the paper runs (P §5-§6 and the official code's drivers): the double-noise variants,

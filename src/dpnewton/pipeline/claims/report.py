@@ -158,8 +158,20 @@ def _table1_section(t1: pd.DataFrame) -> list[str]:
     return L + ["", f"{OFFLINE_DATASET.capitalize()} (paper {offline}): not evaluable offline."]
 
 
-def _tuning_section(cfg: pd.DataFrame, variants: dict) -> list[str]:
-    L = ["", "## Tuning (non-private) and configurations tried", "",
+def _tuning_budget(budget: dict) -> list[str]:
+    """How many configurations each side gets, per setting."""
+    if not budget:
+        return []
+    shown = ", ".join(f"{k} {v}" for k, v in budget.items())
+    return ["**Tuning budget** (declared configurations per method, reset variants excluded): settings a, b and "
+            f"c use one configuration per method (the released defaults); setting a-tuned picks the best of {shown}. "
+            "A method with more configurations gets more non-private tuning; the package's own configurations "
+            "(averaging, precond-dp-gd, objpert) are counted in the table below and enter only *Beyond the "
+            "paper*.", ""]
+
+
+def _tuning_section(cfg: pd.DataFrame, variants: dict, budget: dict | None = None) -> list[str]:
+    L = ["", "## Tuning (non-private) and configurations tried", "", *_tuning_budget(budget or {}),
          "Every iterative method's T grid is extended inside its job while its best mean-over-seeds T is at an "
          "edge: upwards (x2, up to a declared cap) from the largest T, downwards (/2, down to T=1) from the "
          "smallest. A best T = 1 is the smallest admissible T, not an edge.", "",
@@ -308,7 +320,7 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L = _introduction(extra, p, baseline)
     L += _verdict_sections(verdicts, extra)
     L += _table1_section(extra["table1"])
-    L += _tuning_section(extra["configurations"], p.get("variants") or {})
+    L += _tuning_section(extra["configurations"], p.get("variants") or {}, extra.get("tuning_budget"))
     L += _divergence_section(extra["divergence"], baseline)
     L += _robustness_section(extra["robustness"])
     L += _code_versions_section(extra.get("code_versions"))
