@@ -196,3 +196,17 @@ def test_track_table_known_answers():
     assert sel["mean_candidate_iterations"] == pytest.approx(190.0) and sel["expected_k"] == 4.0
     fixed = t.loc["fixed-rule"]
     assert fixed["excess_loss"] == 0.5 and fixed["excess_loss_se"] == 0 and fixed["n_configurations"] == 1
+
+
+def test_write_track_tables_one_table_per_track(prepared, tmp_path):
+    sel = tracks.run_track_job(prepared, _selection_spec(reps=(0, 1)), tmp_path / "sel.csv")
+    fixed = tracks.run_track_job(prepared, _fixed_spec(5), tmp_path / "fixed.csv")
+    outputs = {t: (tmp_path / f"{name}.parquet", tmp_path / f"{name}.csv") for t, name in tracks.TABLE_NAMES.items()}
+    tracks.write_track_tables([tmp_path / "sel.csv", tmp_path / "fixed.csv"], outputs)
+    s = pd.read_parquet(outputs["private-selection"][0])
+    f = pd.read_csv(outputs["fixed-rule"][1])
+    assert list(s["track"]) == ["private-selection"] and list(f["track"]) == ["fixed-rule"]
+    assert s["excess_loss"].iloc[0] == pytest.approx(sel["excess_loss"].mean())
+    assert f["excess_loss"].iloc[0] == pytest.approx(fixed["excess_loss"].mean()) and f["median_T"].iloc[0] == 5
+    tracks.write_track_tables([], outputs)                 # no jobs: empty tables, still written
+    assert pd.read_parquet(outputs["fixed-rule"][0]).empty

@@ -254,12 +254,19 @@ def track_table(rows: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns="excess_loss_sd")
 
 
-def write_track_table(row_files, parquet: str | Path, csv: str | Path) -> pd.DataFrame:
-    """The tracks table of the jobs' row files (:func:`track_table`), written atomically."""
-    rows = pd.concat([pd.read_csv(f, dtype={"eps_label": str}) for f in row_files], ignore_index=True)
-    table = track_table(rows)
-    with atomic_path(parquet, suffix=".parquet") as tmp:
-        table.to_parquet(tmp, index=False)
-    with atomic_path(csv, suffix=".csv") as tmp:
-        table.to_csv(tmp, index=False)
+#: track -> the name of its table under results/tables/
+TABLE_NAMES = {"private-selection": "private_selection", "fixed-rule": "fixed_rule"}
+
+
+def write_track_tables(row_files, outputs: dict[str, tuple[str | Path, str | Path]]) -> pd.DataFrame:
+    """The tables of the jobs' row files (:func:`track_table`), one per track: ``outputs`` maps a
+    track to its (parquet, csv) paths; a track without jobs gets an empty table. Written atomically."""
+    frames = [pd.read_csv(f, dtype={"eps_label": str}) for f in row_files]
+    table = track_table(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame(columns=TABLE_KEYS)
+    for track, (parquet, csv) in outputs.items():
+        part = table[table["track"] == track]
+        with atomic_path(parquet, suffix=".parquet") as tmp:
+            part.to_parquet(tmp, index=False)
+        with atomic_path(csv, suffix=".csv") as tmp:
+            part.to_csv(tmp, index=False)
     return table

@@ -334,7 +334,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
 def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | None = None,
                  tracks: dict | None = None) -> pd.DataFrame:
     """Rule ``claims``: the aggregate tables (``inputs``) -> ``claims.md`` and its CSVs (``outputs``).
-    ``tracks``: the config's ``tracks`` section, when ``inputs`` has the tracks table."""
+    ``tracks``: the config's ``tracks`` section, when ``inputs['tracks']`` lists the track tables
+    (private_selection, fixed_rule parquet files)."""
     from ...io import atomic_path, atomic_write_text
 
     runs = pd.read_parquet(inputs["runs"])
@@ -350,8 +351,8 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
         extra["budget_winner"] = budget_winner(pd.read_parquet(inputs["frontier"]),
                                                claims["protocol_conversion"])
     if inputs.get("tracks"):
-        extra["tracks"] = tracks_comparison(pd.read_parquet(inputs["tracks"]), best, tracks or {},
-                                            claims["protocol_conversion"])
+        frames = pd.concat([pd.read_parquet(f) for f in inputs["tracks"]], ignore_index=True)
+        extra["tracks"] = tracks_comparison(frames, best, tracks or {}, claims["protocol_conversion"])
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:
