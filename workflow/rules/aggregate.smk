@@ -1,11 +1,11 @@
 rule aggregate:
     input:
-        rows=all_job_rows(),
-        curves=all_job_curves(),
-        optima=all_optima(),
-        timings=all_timings(),
+        rows=all_job_rows,
+        curves=all_job_curves,
+        optima=all_optima,
+        timings=all_timings,
         # prepared data for the Gaussian ridge floor (H* at w*; dpnewton.floor)
-        prepared=expand("results/data/{dataset}.npz", dataset=DATASETS),
+        prepared=all_prepared,
     output:
         **{f"{t}_parquet": f"results/tables/{t}.parquet" for t in TABLES},
         **(
@@ -17,7 +17,7 @@ rule aggregate:
                     labels={"table": "held-out metrics at best T"},
                 )
             }
-            if HOLDOUT is not None
+            if HOLDOUT_ON
             else {}
         ),
         runs_csv="results/tables/runs.csv",
@@ -72,10 +72,10 @@ rule aggregate:
     conda:
         "../../envs/dpnewton.yaml"
     params:
-        protocol=PROTOCOL,
-        table1=config.get("table1", {}),
-        conversion=PRIMARY,
-        holdout=HOLDOUT,
+        protocol=protocol_summary,
+        table1=table1_config,
+        conversion=primary,
+        holdout=holdout,
     message:
         "Aggregating the run rows into tables"
     script:

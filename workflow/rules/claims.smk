@@ -28,8 +28,8 @@ rule claims:
     conda:
         "../../envs/dpnewton.yaml"
     params:
-        claims=CLAIMS,
-        protocol=PROTOCOL,
+        claims=claims_config,
+        protocol=protocol_summary,
     message:
         "Checking the paper's claims"
     script:

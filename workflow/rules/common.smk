@@ -1,169 +1,249 @@
-# Helpers only (no rules): config validation, experiment expansion, input functions.
+# Helpers only (no rules): the job plan, input functions and params functions.
+#
+# The workflow parses with the standard library and Snakemake alone (yaml comes with Snakemake): the
+# dpnewton package is imported only inside the functions below, which Snakemake calls when it builds
+# the DAG. So `snakemake --lint` and `--list-rules` work without the package
+# (tests/test_parse_without_package.py); building the DAG (a run, -n, --dag, --report) needs it in
+# the Python that runs Snakemake, and without it plan() stops with the install command.
+import functools
+import importlib
 import os
-import re
 import sys
 from pathlib import Path
 
-import jsonschema
+import yaml
 from snakemake.exceptions import WorkflowError
 
 # the workflow's checkout (two levels above this file), whichever Snakefile or module loads it
 REPO = Path(str(workflow.current_basedir)).parents[1]
 # where envs/dpnewton.post-deploy.sh installs the package from (--sdm conda)
 os.environ.update(DPNEWTON_SOURCE=str(REPO))
+SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 
-# The job plan is built by the package while the workflow is parsed, so the Python that runs
-# Snakemake needs it too (--sdm conda provides it to the jobs only).
-try:
-    from dpnewton.pipeline import config as pipecfg
-    from dpnewton.pipeline import figures as pipefigures
-    from dpnewton.pipeline import timing as pipetiming
-    from dpnewton.problems import optimum_paths
-except ImportError as exc:
-    raise WorkflowError(
-        f"the workflow builds its job plan with the dpnewton package while it is parsed, and "
-        f"importing it failed ({exc}). Install it into the Python that runs Snakemake: "
-        f"pip install -r {REPO / 'envs' / 'requirements.txt'} && pip install --no-deps {REPO}"
-    ) from exc
-
-# The one config entry (dpnewton.pipeline.config.load_config): `--config key=false` strings get the
-# type the schema asks for, the schema validates, and its defaults are filled into `config` in place
-# (so rules, scripts and report captions index it directly; the config hash is unchanged by this).
-try:
-    pipecfg.load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
-except jsonschema.ValidationError as exc:
-    raise WorkflowError("Error validating config file.", exc)
-
-PLAN = pipecfg.expand(config, base_dir=REPO)
-JOBS = PLAN.job_index
-DATASETS = list(PLAN.datasets)
-ALGORITHMS = list(PLAN.algorithms)
-PRIMARY = config["conversion"]
-FIG = config["figures"]
-FORMATS = FIG["formats"]
-PROTOCOL = pipecfg.protocol_summary(PLAN)
-STUDIES = pipecfg.studies(config)
-STUDY = STUDIES[0] if STUDIES else {}
-CLAIMS = config["claims"]
-TIMING = config["timing"]
-# test fraction of every dataset (dpnewton.holdout); None = off
-HOLDOUT = PLAN.holdout
-# the cached non-private optimum, where dpnewton.problems looks for it (with a holdout: the
-# training split's, in files whose names hold the split)
-OPTIMUM_NPZ, OPTIMUM_JSON = (str(p) for p in optimum_paths("results/data/{dataset}.npz", HOLDOUT))
+# Output names are fixed at parse time, and two config values enter them: the figure formats and
+# the holdout (its fraction is in the optimum's file names; with one, the aggregate rule writes the
+# held-out tables). They are read here from the config as given (formats: the schema's default when
+# absent); plan() checks them against the loaded config.
+with open(SCHEMA) as _fh:
+    _FIGURE_KEYS = yaml.safe_load(_fh)["properties"]["figures"]["properties"]
+FORMATS = list((config.get("figures") or {}).get("formats", _FIGURE_KEYS["formats"]["default"]))
+_HOLDOUT = config.get("holdout")
+# off when absent, null or 0 (dpnewton.holdout.holdout_fraction)
+HOLDOUT_ON = _HOLDOUT is not None and _HOLDOUT != 0
+# the cached non-private optimum, where dpnewton.problems.optimum_paths looks for it (with a holdout:
+# the training split's, in files whose names hold the fraction, dpnewton.holdout.holdout_label)
+_OPTIMUM_STEM = "results/data/{dataset}"
+if HOLDOUT_ON:
+    try:
+        _OPTIMUM_STEM += f".holdout~{float(_HOLDOUT)!r}"
+    except (TypeError, ValueError):
+        _OPTIMUM_STEM += f".holdout~{_HOLDOUT}"
+OPTIMUM_NPZ, OPTIMUM_JSON = f"{_OPTIMUM_STEM}.optimum.npz", f"{_OPTIMUM_STEM}.optimum.json"
 
 
 wildcard_constraints:
-    dataset="|".join(DATASETS),
-    algorithm="|".join(re.escape(a) for a in ALGORITHMS),
+    # no dots: results/data/{dataset}.npz and {dataset}.optimum.npz stay distinct
+    dataset=r"[A-Za-z0-9_-]+",
+    algorithm=r"[^/]+",
     conversion="paper|bs16|cks|gdp|official-fsolve",
     eps=r"[0-9][0-9.e+-]*",
     chunk=r"\d+-\d+",
+    fig=r"fig[0-9]+_[A-Za-z0-9_]+",
+    ext=r"[a-z]+",
+
+
+def dpnewton(module):
+    """``dpnewton.<module>``, or a WorkflowError naming the install command when it is missing."""
+    try:
+        return importlib.import_module(f"dpnewton.{module}")
+    except ImportError as exc:
+        raise WorkflowError(
+            f"building the workflow's job plan needs the dpnewton package in the Python that runs "
+            f"Snakemake, and importing it failed ({exc}). Install it there: "
+            f"pip install -r {REPO / 'envs' / 'requirements.txt'} && pip install --no-deps {REPO}"
+        ) from exc
+
+
+@functools.cache
+def plan():
+    """The job plan (dpnewton.pipeline.config.expand) of the config. The first call loads the config
+    (dpnewton.pipeline.config.load_config): `--config key=false` strings get the type the schema asks
+    for, the schema validates, and its defaults are filled into `config` in place, so rules, scripts
+    and report captions index it directly (the config hash is unchanged by this). Every function
+    below that reads `config` calls plan() (or conf()) first."""
+    pipecfg = dpnewton("pipeline.config")
+    import jsonschema
+
+    try:
+        pipecfg.load_config(config, SCHEMA)
+    except jsonschema.ValidationError as exc:
+        raise WorkflowError("Error validating config file.", exc)
+    the_plan = pipecfg.expand(config, base_dir=REPO)
+    paths = tuple(str(p) for p in dpnewton("problems").optimum_paths("results/data/{dataset}.npz", the_plan.holdout))
+    if paths != (OPTIMUM_NPZ, OPTIMUM_JSON) or config["figures"]["formats"] != FORMATS:
+        raise WorkflowError(
+            f"config: the loaded holdout ({the_plan.holdout}) and figures.formats "
+            f"({config['figures']['formats']}) differ from the values the output names were made of "
+            f"({_HOLDOUT!r}, {FORMATS}); give holdout as a number (0 = off)"
+        )
+    return the_plan
+
+
+def conf():
+    """The loaded config (schema defaults filled in)."""
+    plan()
+    return config
+
+
+def primary(wildcards=None):
+    return conf()["conversion"]
+
+
+def figure_config(wildcards=None):
+    return conf()["figures"]
+
+
+def datasets():
+    return list(plan().datasets)
 
 
 def log_plan():
+    the_plan = plan()
+    protocol = protocol_summary()
     print(
-        f"dpnewton pipeline: {len(PLAN.jobs)} optimizer jobs over datasets {DATASETS}, "
-        f"algorithms {ALGORITHMS}, epsilons {PROTOCOL['epsilons']}, {PROTOCOL['n_seeds']} seeds, "
-        f"conversion {PRIMARY} (config hash {PROTOCOL['config_hash']})",
+        f"dpnewton pipeline: {len(the_plan.jobs)} optimizer jobs over datasets {datasets()}, "
+        f"algorithms {list(the_plan.algorithms)}, epsilons {protocol['epsilons']}, {protocol['n_seeds']} seeds, "
+        f"conversion {primary()} (config hash {protocol['config_hash']})",
         file=sys.stderr,
     )
-    for w in PLAN.warnings:
+    for w in the_plan.warnings:
         print(f"WARNING: {w}", file=sys.stderr)
 
 
+def protocol_summary(wildcards=None):
+    return dpnewton("pipeline.config").protocol_summary(plan())
+
+
+def holdout(wildcards=None):
+    """The test fraction of every dataset (dpnewton.holdout); None = off."""
+    return plan().holdout
+
+
+def study(wildcards=None):
+    studies = dpnewton("pipeline.config").studies(conf())
+    return studies[0] if studies else {}
+
+
+def conversions(wildcards=None):
+    return plan().conversions()
+
+
 def dataset_options(wildcards):
-    return PLAN.datasets[wildcards.dataset]["options"]
+    return plan().datasets[wildcards.dataset]["options"]
 
 
-def data_dir():
-    d = pipecfg.resolve_data_dir(config["data_dir"], REPO)
+def data_dir(wildcards=None):
+    d = dpnewton("pipeline.config").resolve_data_dir(conf()["data_dir"], REPO)
     return str(d) if d is not None else None
+
+
+def allow_download(wildcards=None):
+    return conf()["allow_download"]
 
 
 def job_spec(wildcards):
     key = (wildcards.dataset, wildcards.algorithm, wildcards.conversion, wildcards.eps, wildcards.chunk)
-    return JOBS[key].spec
+    return plan().job_index[key].spec
 
 
-def all_job_rows():
-    return [f"{j.stem}.csv" for j in PLAN.jobs]
+def all_job_rows(wildcards=None):
+    return [f"{j.stem}.csv" for j in plan().jobs]
 
 
-def all_job_curves():
-    return [f"{j.stem}.curves.parquet" for j in PLAN.jobs if j.spec["curves_max_points"]]
+def all_job_curves(wildcards=None):
+    return [f"{j.stem}.curves.parquet" for j in plan().jobs if j.spec["curves_max_points"]]
 
 
+@functools.cache
 def timed_configurations():
     """The configurations the timing stage times: those of Table 1, the runtime figure and the
     claims report's Table 1, with every tuned variant of their base algorithms."""
-    anchors = [config["table1"]["baseline"], config["table1"]["ours"]] + FIG["runtime_algorithms"]
-    if CLAIMS["enabled"]:
-        anchors += [CLAIMS["baseline"], CLAIMS["table1_ours"]]
-    names = pipetiming.configurations_to_time(PLAN.algorithms, anchors)
-    return {n: {"base": PLAN.algorithms[n]["base"], "hyper": PLAN.algorithms[n]["hyper"]} for n in names}
-
-
-TIMED = timed_configurations()
+    cfg, algorithms = conf(), plan().algorithms
+    anchors = [cfg["table1"]["baseline"], cfg["table1"]["ours"]] + cfg["figures"]["runtime_algorithms"]
+    if cfg["claims"]["enabled"]:
+        anchors += [cfg["claims"]["baseline"], cfg["claims"]["table1_ours"]]
+    names = dpnewton("pipeline.timing").configurations_to_time(algorithms, anchors)
+    return {n: {"base": algorithms[n]["base"], "hyper": algorithms[n]["hyper"]} for n in names}
 
 
 def timing_spec(wildcards):
+    cfg = conf()
     spec = {
         "dataset": wildcards.dataset,
-        "configurations": TIMED,
-        "repeats": TIMING["repeats"],
-        "seconds_per_run": TIMING["seconds_per_run"],
-        "epsilon": TIMING["epsilon"],
-        "conversion": PRIMARY,
-        "delta": config["delta"],
+        "configurations": timed_configurations(),
+        "repeats": cfg["timing"]["repeats"],
+        "seconds_per_run": cfg["timing"]["seconds_per_run"],
+        "epsilon": cfg["timing"]["epsilon"],
+        "conversion": cfg["conversion"],
+        "delta": cfg["delta"],
     }
-    if HOLDOUT is not None:
-        spec["holdout"] = HOLDOUT
+    if holdout() is not None:
+        spec["holdout"] = holdout()
     return spec
 
 
-def all_timings():
-    return expand("results/timing/{dataset}.csv", dataset=DATASETS) if TIMED else []
+def all_timings(wildcards=None):
+    return expand("results/timing/{dataset}.csv", dataset=datasets()) if timed_configurations() else []
 
 
-def all_optima():
-    return expand(OPTIMUM_JSON, dataset=DATASETS)
+def all_optima(wildcards=None):
+    return expand(OPTIMUM_JSON, dataset=datasets())
+
+
+def all_prepared(wildcards=None):
+    return expand("results/data/{dataset}.npz", dataset=datasets())
 
 
 def present(names):
-    return [a for a in names if a in PLAN.algorithms]
+    return [a for a in names if a in plan().algorithms]
 
 
-def privacy_utility_algorithms():
-    chosen = FIG["privacy_utility_algorithms"]
+def privacy_utility_algorithms(wildcards=None):
+    fig = figure_config()
+    chosen = fig["privacy_utility_algorithms"]
     if chosen:
         return present(chosen)
-    mini = set(FIG["minibatch_algorithms"]) | {FIG["minibatch_baseline"]}
-    return [a for a in ALGORITHMS if a not in mini and a != "dp-gd-oracle"]
+    mini = set(fig["minibatch_algorithms"]) | {fig["minibatch_baseline"]}
+    return [a for a in plan().algorithms if a not in mini and a != "dp-gd-oracle"]
 
 
-def minibatch_algorithms():
-    return present(FIG["minibatch_algorithms"] + [FIG["minibatch_baseline"]])
+def minibatch_algorithms(wildcards=None):
+    fig = figure_config()
+    return present(fig["minibatch_algorithms"] + [fig["minibatch_baseline"]])
 
 
 def figure_names():
     """The figures (dpnewton.pipeline.figures.FIGURES) this config makes."""
+    figures = dpnewton("pipeline.figures")
     made = {
-        "fig4_minibatch": any(a != FIG["minibatch_baseline"] for a in minibatch_algorithms()),
-        "fig5_conversions": len(PLAN.conversions()) > 1,
-        "fig6_heldout": HOLDOUT is not None,
+        "fig4_minibatch": any(a != figure_config()["minibatch_baseline"] for a in minibatch_algorithms()),
+        "fig5_conversions": len(conversions()) > 1,
+        "fig6_heldout": holdout() is not None,
         "fig7_frontier": True,
     }
-    names = [f for f in pipefigures.FIGURES if f in pipefigures.ALWAYS or made.get(f, False)]
-    return names
+    return [f for f in figures.FIGURES if f in figures.ALWAYS or made.get(f, False)]
 
 
 def figure_files(folder="results/figures"):
     return expand(f"{folder}/{{fig}}.{{ext}}", fig=figure_names(), ext=FORMATS)
 
 
+def published_figures(wildcards=None):
+    return figure_files("figures")
+
+
 TABLES = ["runs", "summary", "best_T", "baseline", "update_costs", "table1", "table1_long"]
-if HOLDOUT is not None:
+if HOLDOUT_ON:
     TABLES.append("heldout")
 
 
@@ -183,28 +263,37 @@ def claims_files(folder="results"):
     ]
 
 
-def all_benchmarks():
+def claims_config(wildcards=None):
+    return conf()["claims"]
+
+
+def table1_config(wildcards=None):
+    return conf()["table1"]
+
+
+def all_benchmarks(wildcards=None):
     """Rule -> the benchmark files of its jobs (rule resources summarizes them)."""
-    optimum = "optimum" if HOLDOUT is None else "optimum_holdout"
+    optimum = "optimum" if holdout() is None else "optimum_holdout"
     out = {
-        "prepare_data": expand("results/benchmarks/prepare_data/{dataset}.tsv", dataset=DATASETS),
-        optimum: expand(f"results/benchmarks/{optimum}/{{dataset}}.tsv", dataset=DATASETS),
-        "run_job": [j.stem.replace("results/runs/", "results/benchmarks/run_job/", 1) + ".tsv" for j in PLAN.jobs],
+        "prepare_data": expand("results/benchmarks/prepare_data/{dataset}.tsv", dataset=datasets()),
+        optimum: expand(f"results/benchmarks/{optimum}/{{dataset}}.tsv", dataset=datasets()),
+        "run_job": [j.stem.replace("results/runs/", "results/benchmarks/run_job/", 1) + ".tsv" for j in plan().jobs],
     }
-    if TIMED:
-        out["time_updates"] = expand("results/benchmarks/time_updates/{dataset}.tsv", dataset=DATASETS)
+    if timed_configurations():
+        out["time_updates"] = expand("results/benchmarks/time_updates/{dataset}.tsv", dataset=datasets())
     return out
 
 
 RESOURCE_TABLES = ["results/tables/resources.parquet", "results/tables/resources.csv"]
 
 
-def final_outputs():
+def final_outputs(wildcards=None):
+    cfg = conf()
     out = table_files() + figure_files() + ["results/tables/best_curves.parquet"] + RESOURCE_TABLES
-    if CLAIMS["enabled"]:
+    if cfg["claims"]["enabled"]:
         out += claims_files()
-    if config["publish_figures"]:
-        out += figure_files("figures")
-        if CLAIMS["enabled"]:
+    if cfg["publish_figures"]:
+        out += published_figures()
+        if cfg["claims"]["enabled"]:
             out += claims_files("figures")
     return out

@@ -10,8 +10,8 @@ rule prepare_data:
         "../../envs/dpnewton.yaml"
     params:
         options=dataset_options,
-        data_dir=data_dir(),
-        allow_download=config["allow_download"],
+        data_dir=data_dir,
+        allow_download=allow_download,
     message:
         "Preparing dataset {wildcards.dataset}"
     script:

@@ -18,7 +18,7 @@ rule optimum:
         "../scripts/optimum.py"
 
 
-if HOLDOUT is not None:
+if HOLDOUT_ON:
 
     rule optimum_holdout:
         input:
@@ -35,7 +35,7 @@ if HOLDOUT is not None:
         conda:
             "../../envs/dpnewton.yaml"
         params:
-            holdout=HOLDOUT,
+            holdout=holdout,
         message:
             "Non-private optimum of the training split of {wildcards.dataset} (holdout {params.holdout})"
         script:

@@ -20,12 +20,12 @@ rule fig1_runtime:
         "../../envs/dpnewton.yaml"
     params:
         figure="fig1_runtime",
-        figures=FIG,
-        conversion=PRIMARY,
-        conversions=PLAN.conversions(),
-        study=STUDY,
-        privacy_utility=privacy_utility_algorithms(),
-        minibatch=minibatch_algorithms(),
+        figures=figure_config,
+        conversion=primary,
+        conversions=conversions,
+        study=study,
+        privacy_utility=privacy_utility_algorithms,
+        minibatch=minibatch_algorithms,
     message:
         "Figure 1: excess loss vs runtime"
     script:
@@ -54,12 +54,12 @@ rule fig2_privacy_utility:
         "../../envs/dpnewton.yaml"
     params:
         figure="fig2_privacy_utility",
-        figures=FIG,
-        conversion=PRIMARY,
-        conversions=PLAN.conversions(),
-        study=STUDY,
-        privacy_utility=privacy_utility_algorithms(),
-        minibatch=minibatch_algorithms(),
+        figures=figure_config,
+        conversion=primary,
+        conversions=conversions,
+        study=study,
+        privacy_utility=privacy_utility_algorithms,
+        minibatch=minibatch_algorithms,
     message:
         "Figure 2: privacy-utility"
     script:
@@ -87,12 +87,12 @@ rule fig3_convergence:
         "../../envs/dpnewton.yaml"
     params:
         figure="fig3_convergence",
-        figures=FIG,
-        conversion=PRIMARY,
-        conversions=PLAN.conversions(),
-        study=STUDY,
-        privacy_utility=privacy_utility_algorithms(),
-        minibatch=minibatch_algorithms(),
+        figures=figure_config,
+        conversion=primary,
+        conversions=conversions,
+        study=study,
+        privacy_utility=privacy_utility_algorithms,
+        minibatch=minibatch_algorithms,
     message:
         "Figure 3: convergence vs DP-GD-Oracle"
     script:
@@ -120,12 +120,12 @@ rule fig4_minibatch:
         "../../envs/dpnewton.yaml"
     params:
         figure="fig4_minibatch",
-        figures=FIG,
-        conversion=PRIMARY,
-        conversions=PLAN.conversions(),
-        study=STUDY,
-        privacy_utility=privacy_utility_algorithms(),
-        minibatch=minibatch_algorithms(),
+        figures=figure_config,
+        conversion=primary,
+        conversions=conversions,
+        study=study,
+        privacy_utility=privacy_utility_algorithms,
+        minibatch=minibatch_algorithms,
     message:
         "Figure 4: minibatch vs DP-SGD"
     script:
@@ -153,12 +153,12 @@ rule fig5_conversions:
         "../../envs/dpnewton.yaml"
     params:
         figure="fig5_conversions",
-        figures=FIG,
-        conversion=PRIMARY,
-        conversions=PLAN.conversions(),
-        study=STUDY,
-        privacy_utility=privacy_utility_algorithms(),
-        minibatch=minibatch_algorithms(),
+        figures=figure_config,
+        conversion=primary,
+        conversions=conversions,
+        study=study,
+        privacy_utility=privacy_utility_algorithms,
+        minibatch=minibatch_algorithms,
     message:
         "Figure 5: conversions"
     script:
@@ -187,19 +187,19 @@ rule fig7_frontier:
         "../../envs/dpnewton.yaml"
     params:
         figure="fig7_frontier",
-        figures=FIG,
-        conversion=PRIMARY,
-        conversions=PLAN.conversions(),
-        study=STUDY,
-        privacy_utility=privacy_utility_algorithms(),
-        minibatch=minibatch_algorithms(),
+        figures=figure_config,
+        conversion=primary,
+        conversions=conversions,
+        study=study,
+        privacy_utility=privacy_utility_algorithms,
+        minibatch=minibatch_algorithms,
     message:
         "Figure 7: compute-budget frontier"
     script:
         "../scripts/figure.py"
 
 
-if HOLDOUT is not None:
+if HOLDOUT_ON:
 
     rule fig6_heldout:
         input:
@@ -221,12 +221,12 @@ if HOLDOUT is not None:
             "../../envs/dpnewton.yaml"
         params:
             figure="fig6_heldout",
-            figures=FIG,
-            conversion=PRIMARY,
-            conversions=PLAN.conversions(),
-            study=STUDY,
-            privacy_utility=privacy_utility_algorithms(),
-            minibatch=minibatch_algorithms(),
+            figures=figure_config,
+            conversion=primary,
+            conversions=conversions,
+            study=study,
+            privacy_utility=privacy_utility_algorithms,
+            minibatch=minibatch_algorithms,
         message:
             "Figure 6: held-out test metrics"
         script:

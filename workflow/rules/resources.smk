@@ -11,7 +11,7 @@ rule resources:
     conda:
         "../../envs/dpnewton.yaml"
     params:
-        benchmarks=all_benchmarks(),
+        benchmarks=all_benchmarks,
     message:
         "Resource use per rule from the benchmark files"
     script:
