@@ -1,5 +1,5 @@
 """Empirical privacy audit of the optimizers (the full-batch methods, dp-sgd, minibatch Newton,
-AOP, cubic Newton and an SOI canary for the trace release).
+AOP, objpert, cubic Newton and an SOI canary for the trace release).
 
 :func:`audit_mechanism` runs the production optimizer on a canary pair (D, D' = D + one record)
 many times per side (:mod:`.mechanisms`), applies a threshold distinguisher chosen on half of the

@@ -1,5 +1,9 @@
 """Audited mechanisms: the production optimizers run on a canary pair (D, D') many times.
 
+This module holds the canaries, the mechanism table, the trial runner and the claims; the broken
+variants are in :mod:`.variants`, the rebuilding of a level's released quantity from a run's
+transcript in :mod:`.releases` (their public names are re-exported here).
+
 What runs is the *real* algorithm code (``get_algorithm(name).run``), fed with crafted
 :class:`~dpnewton.algorithms.RunContext` objects:
 
@@ -10,9 +14,9 @@ What runs is the *real* algorithm code (``get_algorithm(name).run``), fed with c
   ``wrong-sensitivity`` sigma/4 for the gradient (noise for the SOI bound 1/(4n) instead of 1/n).
   Methods whose noise does not come from ``charge`` get the same variants another way
   (:attr:`AuditMechanism.calibration`): hand-set noise multipliers for the accountant-calibrated
-  minibatch methods, a scoped wrapper of the noise-scale function for AOP and cubic Newton. No
-  production code path is modified (cubic Newton runs with its audit option ``record_releases``,
-  which only keeps a copy of the inner releases);
+  minibatch methods, a scoped wrapper of the noise-scale function for AOP, objpert and cubic Newton
+  (all in :mod:`.variants`). No production code path is modified (cubic Newton runs with its audit
+  option ``record_releases``, which only keeps a copy of the inner releases);
 * the random generator is a :class:`PinnedStartRng`: it returns a fixed starting point for the
   first draw (``random_unit_vector``) so every trial starts at the same w0, then serves - and
   records - the run's Gaussian and uniform draws from one shared generator.
@@ -40,13 +44,12 @@ Audit levels (stated per row of the results table):
 ``inner-releases``  cubic Newton: all N noisy model gradients of the (single) outer step, statistic
              the sum of their canary components minus D's model gradient (:func:`_cubic_inner_releases`);
 ``objective-release``  AOP: the perturbed minimiser before the output noise, statistic <theta^, u>
-             (:func:`_aop_objective_release`), claim eps_obj.
+             (:func:`.releases._objective_release`), claim eps_obj; the same for objpert.
 """
 
 from __future__ import annotations
 
 import zlib
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,52 +57,12 @@ from threadpoolctl import threadpool_limits
 
 from ..algorithms import RunContext, get_algorithm
 from ..loss import LogisticProblem
-from ..privacy import PrivacyLedger, epsilon_to_rho, rho_to_epsilon
+from ..privacy import epsilon_to_rho, rho_to_epsilon
 from ..seeding import RunIdentity
-
-BROKEN_VARIANTS = ("none", "half-noise", "wrong-sensitivity", "tenth-noise")
-# releases whose noise is calibrated to a gradient's sensitivity (``wrong-sensitivity`` divides it by 4):
-# the ledger's "gradient", cubic Newton's inner "model-gradient", AOP's objective noise b
-GRADIENT_QUANTITIES = ("gradient", "model-gradient", "objective")
-
-
-def _check_broken(broken: str) -> str:
-    """``broken`` itself if it names a variant of :data:`BROKEN_VARIANTS`, else a ValueError."""
-    if broken not in BROKEN_VARIANTS:
-        raise ValueError(f"broken={broken!r} is unknown; choose one of {', '.join(BROKEN_VARIANTS)}")
-    return broken
-
-
-def noise_factor(broken: str, quantity: str) -> float:
-    """Factor a broken variant applies to the noise scale of one release (1 for ``none``).
-
-    ``half-noise`` 1/2 and ``tenth-noise`` 1/10 for every release; ``wrong-sensitivity`` 1/4 for the
-    gradient-type releases (:data:`GRADIENT_QUANTITIES`: noise for the SOI bound 1/(4n) instead of
-    the gradient's 1/n, docs/algorithms.md §6.1), other releases untouched.
-    """
-    if _check_broken(broken) == "wrong-sensitivity":
-        return 0.25 if quantity in GRADIENT_QUANTITIES else 1.0
-    return {"none": 1.0, "half-noise": 0.5, "tenth-noise": 0.1}[broken]
-
-
-class AuditLedger(PrivacyLedger):
-    """The production ledger; it also keeps the sigma each ``charge`` returned (``returned``).
-
-    ``broken`` (one of :data:`BROKEN_VARIANTS`, default ``"none"``): the entry is recorded as the
-    production ledger does, the returned sigma is scaled by :func:`noise_factor` (the only change a
-    broken variant makes; ``none`` returns the production sigma).
-    """
-
-    def __init__(self, budget_rho: float, broken: str = "none"):
-        super().__init__(budget_rho)
-        self.broken = _check_broken(broken)
-        self.returned: list[float] = []
-
-    def charge(self, step: int, quantity: str, sensitivity: float, rho: float) -> float:
-        sigma = noise_factor(self.broken, quantity) * PrivacyLedger.charge(self, step, quantity, sensitivity, rho)
-        self.returned.append(sigma)
-        return sigma
-
+from .releases import (_cubic_inner_releases, _first_curvature_release, _first_gradient_release,
+                       _first_trace_release, _objective_release)
+from .variants import (BROKEN_VARIANTS, GRADIENT_QUANTITIES, AuditLedger, _accountant_hyper, _check_broken,
+                       _patched_noise, noise_factor)
 
 class PinnedStartRng:
     """Generator stand-in: pinned first draw (the start w0), recorded later draws.
@@ -198,7 +161,7 @@ class AuditMechanism:
     canary: str = "opposed"    # see canary_pair
     pin_start: bool = True     # pin the run's first Gaussian draw (its random start) to the pair's w0
     calibration: str = "ledger"  # "ledger" (zCDP ledger sigma), "accountant" (RDP-calibrated
-    #                              multipliers), "aop" or "cubic": how the broken variants are injected
+    #                              multipliers), "aop", "objpert" or "cubic": how the broken variants are injected
 
 
 def default_mechanisms() -> list[AuditMechanism]:
@@ -245,6 +208,11 @@ def default_mechanisms() -> list[AuditMechanism]:
     mechs.append(AuditMechanism("aop", "aop", 1, {}, ("output", "objective-release"),
                                 "approximate objective perturbation (Newton to 1/n^2 + output noise)",
                                 pin_start=False, calibration="aop"))
+    # objpert: the same two levels; its output noise is tiny (tolerance 1e-12), so the output level sees
+    # the objective-perturbation release almost unblurred (docs/algorithms.md §15).
+    mechs.append(AuditMechanism("objpert", "objpert", 1, {}, ("output", "objective-release"),
+                                "objective perturbation, tight profile (Newton to 1e-12 + output noise)",
+                                pin_start=False, calibration="objpert"))
     # Cubic Newton: ball diameter 0.1, where the model-gradient sensitivity bound (L0 + L1 D)/n =
     # 1.03/n is nearly attained by the opposed canary's change 1/(n+1) (at the default D = 10 the
     # bound is 3.65/n, 3.7x that change, and even half the noise is not refutable with this canary).
@@ -253,81 +221,6 @@ def default_mechanisms() -> list[AuditMechanism]:
                                 "T=1, 20 inner noisy model-gradient steps (max_inner 20), ball diameter 0.1",
                                 calibration="cubic"))
     return mechs
-
-
-def _accountant_hyper(mech: AuditMechanism, problem: LogisticProblem, epsilon: float, delta: float,
-                      broken: str) -> dict:
-    """Broken variants of the accountant-calibrated methods: hand-set multipliers (no code change).
-
-    The calibrated multipliers are recomputed exactly as the production code does for this side's
-    n and scaled by :func:`noise_factor`: ``half-noise`` / ``tenth-noise`` scale all of them by 1/2 /
-    1/10, ``wrong-sensitivity`` divides the gradient's by 4 (noise for a 4x smaller sensitivity).
-    Hand-set multipliers mark the ledger non-private; irrelevant here.
-    """
-    from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig, _expected_batch
-    from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms
-
-    hyper = dict(mech.hyper)
-    if broken == "none":
-        return hyper
-    n = problem.n
-    if mech.algorithm == "dp-sgd":
-        cfg = SgdConfig(**{k: v for k, v in hyper.items() if k in ("batch_size", "batch_frac")})
-        b = _expected_batch(cfg.batch_size, n, cfg.batch_frac, "batch_size")
-        z = calibrate_poisson_gaussian(b / n, mech.iterations, epsilon, delta).multipliers[0]
-        hyper["noise_multiplier"] = z * noise_factor(broken, "gradient")
-        return hyper
-    cfg = MinibatchNewtonConfig(**{k: v for k, v in hyper.items()
-                                   if k in ("batch_grad", "batch_hess", "batch_frac", "grad_frac")})
-    b_g = _expected_batch(cfg.batch_grad, n, cfg.batch_frac, "batch_grad")
-    b_h = _expected_batch(cfg.batch_hess, n, cfg.batch_frac, "batch_hess")
-    z_g, z_h = calibrate_two_mechanisms(b_g / n, b_h / n, mech.iterations, epsilon, delta,
-                                        cfg.grad_frac).multipliers
-    hyper["noise_multipliers"] = (z_g * noise_factor(broken, "gradient"), z_h * noise_factor(broken, "hessian"))
-    return hyper
-
-
-@contextmanager
-def _patched_noise(mech: AuditMechanism, broken: str):
-    """Broken variants of AOP and cubic Newton, whose noise does not come from the ledger.
-
-    Module-level patch of one noise-scale function for the duration of the trials (restored after),
-    scaled by :func:`noise_factor`: AOP ``aop_parameters`` (sigma_obj as the ``objective`` release,
-    sigma_out as the ``output`` release: half-noise / tenth-noise scale both, wrong-sensitivity only
-    sigma_obj, i.e. the objective noise of a 4x smaller gradient sensitivity 2L/n); cubic Newton
-    ``dp_cubic_solver`` (sigma of the inner ``model-gradient`` releases).
-    """
-    if broken == "none" or mech.calibration not in ("aop", "cubic"):
-        yield
-        return
-    if mech.calibration == "aop":
-        from ..algorithms import aop as module
-
-        original = module.aop_parameters
-
-        def replacement(*args, **kw):
-            out = dict(original(*args, **kw))
-            out["sigma_obj"] *= noise_factor(broken, "objective")
-            out["sigma_out"] *= noise_factor(broken, "output")
-            return out
-
-        name = "aop_parameters"
-    else:
-        from ..algorithms import cubic_newton as module
-
-        original = module.dp_cubic_solver
-        factor = noise_factor(broken, "model-gradient")
-
-        def replacement(g, H, theta0, N, mu, L2, radius, sigma, rng, charge=None, record=None):
-            return original(g, H, theta0, N, mu, L2, radius, sigma * factor, rng, charge, record)
-
-        name = "dp_cubic_solver"
-    setattr(module, name, replacement)
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
-
 
 @dataclass
 class TrialBatch:
@@ -340,132 +233,6 @@ class TrialBatch:
     inner_releases: np.ndarray | None = None  # (trials,) cubic Newton: sum_i <g^_i - m_D(theta_i), u>
     objective_release: np.ndarray | None = None  # (trials,) AOP: <perturbed minimiser before output noise, u>
     curvature_release: np.ndarray | None = None  # (trials,) precond-dp-gd: released B~_11
-
-
-def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism, hyper: dict,
-                            contexts) -> np.ndarray:
-    """<first released gradient, u> per trial, rebuilt from the recorded draws and noise scales."""
-    out = np.empty(len(contexts))
-    if mech.calibration == "accountant":   # minibatch Newton: (sum over the Poisson batch + z_g xi)/b_g
-        from ..algorithms.minibatch import MinibatchNewtonConfig, _expected_batch, gradient_sum
-
-        cfg = MinibatchNewtonConfig(**{k: v for k, v in hyper.items()
-                                       if k in ("batch_grad", "batch_hess", "batch_frac", "grad_frac")})
-        b_g = _expected_batch(cfg.batch_grad, problem.n, cfg.batch_frac, "batch_grad")
-        for i, c in enumerate(contexts):
-            z_g = (hyper["noise_multipliers"][0] if "noise_multipliers" in hyper
-                   else float(c.ledger.events[0]["noise_multiplier_grad"]))
-            idx = np.flatnonzero(c.rng.uniforms[0] < b_g / problem.n)
-            noisy = gradient_sum(problem.batch(idx), pair.w0) + z_g * c.rng.draws[0]
-            out[i] = (noisy @ pair.canary) / b_g
-        return out
-    g = problem.grad(pair.w0)
-    reg = float(hyper.get("reg", 1e-8)) if mech.algorithm not in ("dp-gd", "precond-dp-gd") else 0.0
-    g = g + reg * pair.w0
-    # precond-dp-gd releases its curvature first: its first gradient is the second release (and draw)
-    k = 1 if mech.algorithm == "precond-dp-gd" else 0
-    for i, c in enumerate(contexts):
-        if len(c.ledger.entries) <= k or c.ledger.entries[k].quantity != "gradient":
-            raise RuntimeError(f"{mech.algorithm}: release {k} is not the gradient")
-        out[i] = g @ pair.canary + c.ledger.returned[k] * (c.rng.draws[k] @ pair.canary)
-    return out
-
-
-def _cubic_inner_releases(pair: CanaryPair, mech: AuditMechanism, results) -> tuple[np.ndarray, np.ndarray]:
-    """Cubic Newton (T = 1): the N inner releases, read from the production run's transcript [docs/algorithms.md §5].
-
-    Algorithm 2 releases g^_i = m(theta_i) + sigma xi_i, m(theta) = g + H(theta - theta0)
-    + (L2/2)||theta - theta0||(theta - theta0) the model gradient of this side's data, and moves to
-    theta_{i+1} = Proj_W(theta_i - eta_i g^_i). The runs were made with ``record_releases`` (set by
-    :func:`run_trials`), so each result's ``diagnostics["inner_releases"]`` holds the points theta_i
-    and the releases g^_i exactly as the production code computed them (with the broken variant's
-    sigma when patched); checked: one outer step of N = ``diagnostics["inner_steps"]`` releases, as
-    many as the ledger was charged for.
-    Returns per trial <g^_0, u> (the first release) and the transcript statistic
-    sum_i <g^_i - m_D(theta_i), u>, where m_D (:func:`~dpnewton.algorithms.cubic_newton.model_gradient`)
-    is the model gradient of D at the released theta_i (theta_0 = the run's start): a fixed function
-    of the released transcript (theta_i are post-processing of earlier releases). On D it is
-    sigma sum_i <xi_i, u>; on D' each term is shifted by the canary's change of the model gradient
-    (-1/(n+1) for every i with the ``opposed`` canary: D and D' have the same Hessian), so for a
-    constant shift it is the Neyman-Pearson statistic of the whole step's N releases (composition of
-    N Gaussians, each at rho~/N).
-    """
-    from ..algorithms.cubic_newton import model_gradient
-
-    if mech.iterations != 1:
-        raise ValueError("the inner-release statistic covers T = 1 (one outer step)")
-    first, total = np.empty(len(results)), np.empty(len(results))
-    for k, r in enumerate(results):
-        diag = r.diagnostics
-        steps, N = diag["inner_releases"], diag["inner_steps"]
-        shapes = {a.shape for a in steps[0]} if len(steps) == 1 else set()
-        if shapes != {(N, pair.w0.size)} or len(r.ledger.entries) != N:
-            raise RuntimeError(f"cubic Newton: expected one outer step of N = {N} recorded and charged releases")
-        thetas, releases = steps[0]
-        theta0, mu = thetas[0], diag["mu"]
-        m = pair.D.margins(theta0)     # D's cubic model at the run's start
-        g_D = pair.D.grad_from_margins(m) + mu * theta0
-        H_D = pair.D.soi_from_margins(m, "hessian") + mu * np.eye(theta0.size)
-        stat = 0.0
-        for theta, released in zip(thetas, releases):
-            stat += float((released - model_gradient(g_D, H_D, theta0, diag["L2"], theta)) @ pair.canary)
-        first[k] = float(releases[0] @ pair.canary)
-        total[k] = stat
-    return first, total
-
-
-def _aop_objective_release(problem: LogisticProblem, pair: CanaryPair, contexts, W: np.ndarray) -> np.ndarray:
-    """AOP: <theta^, u> for the perturbed minimiser theta^ before the output noise [docs/algorithms.md §4.2].
-
-    theta^ = output - sigma_out xi_out (the last recorded draw; sigma_out from the ledger event, i.e.
-    the broken variant's when patched). Checked: ||grad J(theta^)|| <= the tolerance gamma the run met,
-    with b = sigma_obj times the second-to-last draw (the objective noise, drawn once).
-    """
-    from ..algorithms.aop import aop_objective
-
-    out = np.empty(len(contexts))
-    for k, c in enumerate(contexts):
-        event = c.ledger.events[0]
-        if event["returned_zero"]:
-            raise RuntimeError("AOP returned theta = 0 (epsilon >= 10.1): nothing to audit")
-        theta_hat = W[k] - event["sigma_out"] * c.rng.draws[-1]
-        b = event["sigma_obj"] * c.rng.draws[-2]
-        _, grad = aop_objective(problem, event["Lambda"], b)(theta_hat)
-        if float(np.linalg.norm(grad)) > event["gamma"] * (1.0 + 1e-6):
-            raise RuntimeError("AOP: the rebuilt minimiser does not meet the run's tolerance")
-        out[k] = float(theta_hat @ pair.canary)
-    return out
-
-
-def _first_trace_release(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism, contexts) -> np.ndarray:
-    """The first released noisy trace tr H(w0) + s_tr xi per trial (double-noise, adaptive lambda)."""
-    soi = "qu" if mech.algorithm.startswith("qu") else "hessian"
-    tr = float(np.trace(problem.soi_from_margins(problem.margins(pair.w0), soi)))
-    out = np.empty(len(contexts))
-    for i, c in enumerate(contexts):
-        if len(c.ledger.entries) < 2 or c.ledger.entries[1].quantity != "trace":
-            raise RuntimeError(f"{mech.algorithm}: the second release is not the trace")
-        out[i] = tr + c.ledger.returned[1] * float(c.rng.draws[1])
-    return out
-
-
-def _first_curvature_release(problem: LogisticProblem, pair: CanaryPair, mech: AuditMechanism,
-                             contexts) -> np.ndarray:
-    """precond-dp-gd: the released B~ entry at the canary's coordinate (u = e_1: entry (1, 1), the
-    first of the upper-triangle draw), B_11 + s_B xi_0, per trial; B = Z^T Z/(4n) of this side."""
-    from ..algorithms.precond import bohning_bound
-
-    k = int(np.flatnonzero(pair.canary)[0])
-    if pair.canary[k] != 1.0 or k != 0:
-        raise RuntimeError("the curvature statistic assumes the canary u = e_1")
-    b11 = float(bohning_bound(problem)[0, 0])
-    out = np.empty(len(contexts))
-    for i, c in enumerate(contexts):
-        if not c.ledger.entries or c.ledger.entries[0].quantity != "curvature":
-            raise RuntimeError(f"{mech.algorithm}: the first release is not the curvature")
-        out[i] = b11 + c.ledger.returned[0] * float(c.rng.draws[0][0])
-    return out
-
 
 def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, epsilon: float,
                conversion: str = "gdp", broken: str = "none", seed: int = 0) -> TrialBatch:
@@ -503,7 +270,7 @@ def run_trials(pair: CanaryPair, mech: AuditMechanism, side: str, trials: int, e
     if "trace-release" in mech.levels:
         trace = _first_trace_release(problem, pair, mech, contexts)
     if "objective-release" in mech.levels:
-        objective = _aop_objective_release(problem, pair, contexts, W)
+        objective = _objective_release(problem, pair, contexts, W)
     curvature = (_first_curvature_release(problem, pair, mech, contexts)
                  if "curvature-release" in mech.levels else None)
     return TrialBatch(W, grad_u, rho, [c.ledger for c in contexts], trace, hyper, inner, objective, curvature)
@@ -557,7 +324,7 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
     refutes it as well, epsilon(delta) being non-increasing in delta).
     """
     if level == "output":
-        if mech.calibration in ("accountant", "aop"):
+        if mech.calibration in ("accountant", "aop", "objpert"):
             return float(epsilon)
         return claimed_epsilon_of_share(batch.rho, 1.0, pair.delta)
     if level == "objective-release":
