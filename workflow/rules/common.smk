@@ -234,6 +234,23 @@ def figure_names():
     return [f for f in figures.FIGURES if f in figures.ALWAYS or made.get(f, False)]
 
 
+def figure_spec(name):
+    """The figure's entry of dpnewton.pipeline.figures.SPECS."""
+    specs = dpnewton("pipeline.figures").SPECS
+    if name not in specs:
+        raise WorkflowError(f"no figure {name!r}: the figures are {', '.join(specs)}")
+    return specs[name]
+
+
+def figure_inputs(wildcards):
+    return figure_spec(wildcards.fig).input_files()
+
+
+def figure_labels(ext):
+    """The report labels of a figure's file in format ext (a function of the job's wildcards)."""
+    return lambda wildcards: {"figure": figure_spec(wildcards.fig).title, "format": ext}
+
+
 def figure_files(folder="results/figures"):
     return expand(f"{folder}/{{fig}}.{{ext}}", fig=figure_names(), ext=FORMATS)
 

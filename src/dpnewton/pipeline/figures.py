@@ -1,24 +1,44 @@
-"""The workflow's figures, by rule name (the one list; the rules, ``plots.make_figure`` and the
-target list in ``workflow/rules/common.smk`` refer to these names).
+"""The workflow's figures (the one list; the figure rule ``{fig}`` of ``workflow/rules/plots.smk``,
+``plots.make_figure``, the report caption ``workflow/report/figure.rst`` and the target list in
+``workflow/rules/common.smk`` refer to these names).
 
-Each name is the rule that makes it and the stem of its files ``results/figures/<name>.<format>``.
-Which of them a run makes depends on the config (``common.smk`` ``figure_names``): the first three
-always, ``fig4_minibatch`` when a minibatch variant is configured, ``fig5_conversions`` when more
-than one conversion is run, ``fig6_heldout`` with a holdout; ``fig7_frontier`` (the compute-budget
-frontier) always.
+Each name is the stem of its files ``results/figures/<name>.<format>`` (and of ``figures/`` copies);
+:data:`SPECS` says which tables a figure reads and its title (the report label and the job's
+message). Which of them a run makes depends on the config (``common.smk`` ``figure_names``): the
+first three always, ``fig4_minibatch`` when a minibatch variant is configured, ``fig5_conversions``
+when more than one conversion is run, ``fig6_heldout`` with a holdout; ``fig7_frontier`` (the
+compute-budget frontier) always.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Figure:
+    #: report label and job message
+    title: str
+    #: input name (as ``plots.make_figure`` reads it) -> table stem, ``results/tables/<stem>.parquet``
+    inputs: dict[str, str]
+
+    def input_files(self) -> dict[str, str]:
+        return {key: f"results/tables/{stem}.parquet" for key, stem in self.inputs.items()}
+
+
 #: every figure of the workflow, in report order
-FIGURES: tuple[str, ...] = (
-    "fig1_runtime",
-    "fig2_privacy_utility",
-    "fig3_convergence",
-    "fig4_minibatch",
-    "fig5_conversions",
-    "fig6_heldout",
-    "fig7_frontier",
-)
+SPECS: dict[str, Figure] = {
+    "fig1_runtime": Figure("Figure 1: excess loss vs runtime",
+                           {"best": "best_T", "curves": "best_curves", "costs": "update_costs"}),
+    "fig2_privacy_utility": Figure("Figure 2: privacy-utility",
+                                   {"best": "best_T", "baseline": "baseline", "floor": "floor"}),
+    "fig3_convergence": Figure("Figure 3: convergence vs DP-GD-Oracle", {"best": "best_T", "curves": "best_curves"}),
+    "fig4_minibatch": Figure("Figure 4: minibatch vs DP-SGD", {"best": "best_T", "baseline": "baseline"}),
+    "fig5_conversions": Figure("Figure 5: conversions", {"best": "best_T", "baseline": "baseline"}),
+    "fig6_heldout": Figure("Figure 6: held-out test metrics", {"heldout": "heldout"}),
+    "fig7_frontier": Figure("Figure 7: compute-budget frontier",
+                            {"frontier": "frontier", "baseline": "baseline", "floor": "floor"}),
+}
+FIGURES: tuple[str, ...] = tuple(SPECS)
 #: the figures every run makes
 ALWAYS: tuple[str, ...] = FIGURES[:3]
