@@ -124,8 +124,9 @@ def _fixed_unit(problem, spec: dict, rep: int) -> dict:
         "iteration_rule": spec["iterations"] if isinstance(spec["iterations"], str) else "fixed",
         "excess_loss": float(res.released_excess_loss),
         "train_accuracy": float("nan") if res.train_accuracy is None else float(res.train_accuracy),
-        "n_configurations": 1, "rho": rho, "delta": delta, "conversion": spec["conversion"],
-        "ledger_rho_total": res.ledger.spent_rho if res.ledger.entries else float("nan"),
+        # an (epsilon, delta)-calibrated method (aop, objpert) spends no rho: NaN, as in the run rows
+        "n_configurations": 1, "rho": rho if res.ledger.entries else float("nan"), "delta": delta,
+        "conversion": spec["conversion"], "ledger_rho_total": res.ledger.spent_rho if res.ledger.entries else float("nan"),
         "secret_candidate_iterations": T, "runtime_s": took, "seed": seed,
     }
 
