@@ -28,6 +28,8 @@ with open(SCHEMA) as _fh:
     _FIGURE_KEYS = yaml.safe_load(_fh)["properties"]["figures"]["properties"]
 FORMATS = list((config.get("figures") or {}).get("formats", _FIGURE_KEYS["formats"]["default"]))
 _HOLDOUT = config.get("holdout")
+if isinstance(_HOLDOUT, str):  # `--config holdout=null` passes the string
+    _HOLDOUT = yaml.safe_load(_HOLDOUT)
 # off when absent, null or 0 (dpnewton.holdout.holdout_fraction)
 HOLDOUT_ON = _HOLDOUT is not None and _HOLDOUT != 0
 # the cached non-private optimum, where dpnewton.problems.optimum_paths looks for it (with a holdout:
