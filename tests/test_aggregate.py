@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dpnewton.pipeline import aggregate as agg
-from dpnewton.pipeline.config import config_hash, eps_label, expand, seed_chunks, seed_list
+from dpnewton.pipeline.plan import config_hash, eps_label, expand, seed_chunks, seed_list
 from dpnewton.pipeline.jobs import curve_indices
 
 
@@ -188,7 +188,7 @@ def test_variants_epsilon_restriction_studies_and_extension_spec():
     assert j.spec["base_algorithm"] == "dp-gd" and j.spec["hyper"] == {"step": 16.0}
     assert j.spec["extend"] == {"factor": 2, "max_iterations": 12}
     assert plan.job_index[("synthetic", "dp-gd", "bs16", "1", "0-3")].spec["extend"]["max_iterations"] == 12
-    from dpnewton.pipeline.config import protocol_summary
+    from dpnewton.pipeline.plan import protocol_summary
     p = protocol_summary(plan)
     assert p["configurations_per_algorithm"] == {"dp-gd": 2}  # reset runs are not tuning configurations
     assert p["grid_extension"]["dp-gd-s16"] == 12
@@ -210,7 +210,7 @@ def test_per_epsilon_caps_change_only_their_jobs():
     changed = {k for k, j in after.job_index.items()
                if config_hash(j.spec) != config_hash(before.job_index[k].spec)}
     assert changed == {("synthetic", "dp-gd", "bs16", "1", "0-3"), ("synthetic", "dp-gd", "gdp", "0.5", "0-3")}
-    from dpnewton.pipeline.config import protocol_summary
+    from dpnewton.pipeline.plan import protocol_summary
     assert protocol_summary(after)["grid_extension"]["dp-gd"] == {"default": 12, "1": 48, "0.5": 24}
     for bad, match in [({3: 48}, "not one this entry runs at"), ({"x": 48}, "not an epsilon"),
                        ({1: 2}, "below the grid maximum")]:
@@ -279,7 +279,7 @@ def test_metrics_are_reported_at_the_T_chosen_on_excess_loss():
 
 
 def test_holdout_enters_the_job_specs_only_when_on():
-    from dpnewton.pipeline.config import protocol_summary
+    from dpnewton.pipeline.plan import protocol_summary
 
     off = expand(_cfg())
     for value in (None, 0):

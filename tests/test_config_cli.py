@@ -2,7 +2,7 @@
 
 Snakemake 9 turns ``True``/``False`` into booleans and numbers into numbers, but passes ``false``,
 ``true``, ``yes``, ... on as strings, and every value inside ``--config 'key={a: b}'`` as a string.
-:func:`dpnewton.pipeline.config.coerce_cli_values` gives them the type the JSON schema asks for
+:func:`dpnewton.pipeline.schema.coerce_cli_values` gives them the type the JSON schema asks for
 before the schema validates the config; a word that is no boolean stops the parse with a message
 that names the key and the spellings that work.
 """
@@ -19,7 +19,7 @@ import pytest
 import yaml
 from snakemake.cli import parse_config
 
-from dpnewton.pipeline.config import coerce_cli_values
+from dpnewton.pipeline.schema import coerce_cli_values
 from tests.test_config_errors import TINY, _env
 
 REPO = Path(__file__).resolve().parents[1]

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..io import atomic_path, atomic_write_text
-from .config import config_hash
+from .plan import config_hash
 from .selection import best_t, mean_per_t
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -185,7 +185,7 @@ def _flatten(record: dict) -> dict:
 
 def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: str | Path,
             source_dir: str | Path | None = None) -> pd.DataFrame:
-    """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.config.expand`); ``source_dir``
+    """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.plan.expand`); ``source_dir``
     is the workflow's checkout, whose git revision and version the rows record (:func:`provenance`)."""
     from ..problems import load_split_from_prepared
 
