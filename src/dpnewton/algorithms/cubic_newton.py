@@ -67,6 +67,7 @@ from scipy import linalg
 
 from ..loss import LogisticProblem
 from .base import RunContext, RunResult, iterate_single
+from .newton import newton_iterate
 
 L2_LOGISTIC = 1.0 / (6.0 * math.sqrt(3.0))
 
@@ -113,26 +114,30 @@ def regularised_loss(problem: LogisticProblem, w: np.ndarray, mu: float) -> floa
 
 
 def _newton_regularised(problem: LogisticProblem, mu: float, w: np.ndarray, tol: float = 1e-12) -> np.ndarray:
-    """argmin F(w) = l(w) + (mu/2)||w||^2 (strongly convex) by damped Newton from w."""
-    f = regularised_loss(problem, w, mu)
-    for _ in range(200):
-        m = problem.margins(w)
-        g = problem.grad_from_margins(m) + mu * w
-        if float(np.linalg.norm(g)) <= tol:
-            break
-        H = problem.soi_from_margins(m, "hessian") + mu * np.eye(problem.d)
-        p = linalg.solve(H, g, assume_a="pos")
+    """argmin F(w) = l(w) + (mu/2)||w||^2 (strongly convex) by damped Newton from w
+    (:func:`.newton.newton_iterate`: at most 200 steps, halving from t = 1 with Armijo constant 1e-4)."""
+    ridge = mu * np.eye(problem.d)
+
+    def evaluate(x):
+        m = problem.margins(x)
+        return {"m": m, "f": regularised_loss(problem, x, mu), "g": problem.grad_from_margins(m) + mu * x}
+
+    def stationary(s):
+        return float(np.linalg.norm(s["g"])) <= tol
+
+    def direction(x, s):
+        return linalg.solve(problem.soi_from_margins(s["m"], "hessian") + ridge, s["g"], assume_a="pos")
+
+    def step_length(x, s, p):
+        slope = float(s["g"] @ p)
         t = 1.0
         while t > 1e-12:
-            w_new = w - t * p
-            f_new = regularised_loss(problem, w_new, mu)
-            if f_new <= f - 1e-4 * t * float(g @ p):
-                break
+            if regularised_loss(problem, x - t * p, mu) <= s["f"] - 1e-4 * t * slope:
+                return t
             t *= 0.5
-        else:
-            break
-        w, f = w_new, f_new
-    return w
+        return None
+
+    return newton_iterate(w, evaluate, lambda k, s: stationary(s), direction, step_length, 200, stationary)[0]
 
 
 _OPTIMA: "weakref.WeakKeyDictionary[LogisticProblem, dict]" = weakref.WeakKeyDictionary()
