@@ -24,9 +24,11 @@ import argparse
 import time
 
 import numpy as np
+import pandas as pd
 
 import common
 from dpnewton.experiment import run_algorithm
+from dpnewton.pipeline.selection import best_t as select_best_t, mean_per_t
 from dpnewton.privacy import epsilon_to_rho, official_fsolve_failed
 from threadpoolctl import threadpool_limits
 
@@ -40,17 +42,22 @@ PAPER = {"a1a": ([4.87, 2.95, 5.09, 30.59], 2.45, 4.2),
 
 
 def best_t(results, grid):
-    """(best T, per-T rows) from a list of RunResult: argmin over T of the mean final excess loss."""
+    """(best T, per-T rows) from a list of RunResult: the pipeline's selection
+    (:mod:`dpnewton.pipeline.selection`) over the mean final excess loss per T; the grid's first T when
+    no T has a finite mean. A per-T row's ``mean_excess`` is inf when a seed's loss is not finite."""
+    frame = pd.DataFrame({"iterations": [r.identity.iterations for r in results],
+                          "excess_loss": [r.final_excess_loss for r in results]})
+    means = mean_per_t(frame)
     per_t = []
     for T in grid:
         rs = [r for r in results if r.identity.iterations == T]
         losses = np.array([r.final_excess_loss for r in rs])
         times = np.array([r.runtime_s for r in rs])
-        mean = float(np.mean(losses)) if np.isfinite(losses).all() else np.inf
+        mean = float(means[T]) if np.isfinite(means[T]) else np.inf
         per_t.append({"T": T, "mean_excess": mean, "se_excess": float(np.std(losses) / np.sqrt(len(rs))),
                       "mean_runtime_s": float(np.mean(times)), "n_seeds": len(rs)})
-    k = int(np.argmin([p["mean_excess"] for p in per_t]))
-    return per_t[k]["T"], per_t
+    T = select_best_t(means)
+    return (grid[0] if T is None else T), per_t
 
 
 def main():
