@@ -71,6 +71,14 @@ def _band(ax, x, mean, se, **kw):
     return line
 
 
+def _series(d: pd.DataFrame, column: str, values, x: str):
+    """(value, its rows sorted by ``x``) for each of ``values`` that has rows in ``d[column]``, in order."""
+    for v in values:
+        a = d[d[column] == v].sort_values(x)
+        if len(a):
+            yield v, a
+
+
 def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conversion: str, paths,
                     title: str = "Privacy-utility trade-off", floor: pd.DataFrame | None = None) -> None:
     """Figure 2 (and 4): best-T mean excess loss vs epsilon, log-log, +-1 s.e. bands, trivial line;
@@ -83,14 +91,12 @@ def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conv
     for ax, ds in zip(axes, datasets):
         d = b[b["dataset"] == ds]
         notes = []
-        for alg in algorithms:
-            a = d[d["algorithm"] == alg].sort_values("epsilon")
-            if len(a):
-                _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
-                      ms=3, label=label(alg))
-                note = _instability(a)
-                if note:
-                    notes.append(f"{label(alg)} {note}")
+        for alg, a in _series(d, "algorithm", algorithms, "epsilon"):
+            _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
+                  ms=3, label=label(alg))
+            note = _instability(a)
+            if note:
+                notes.append(f"{label(alg)} {note}")
         triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
         if len(triv):
             ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
@@ -146,14 +152,12 @@ def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilo
     fig, axes = _grid(len(datasets))
     for ax, ds in zip(axes, datasets):
         d = c[c["dataset"] == ds]
-        for alg in algorithms:
-            a = d[d["algorithm"] == alg].sort_values("iterate")
-            if len(a):
-                y = _positive(a["excess_loss_mean"])
-                _band(ax, a["runtime_s"], y, a["excess_loss_se"], label=label(alg))
-                # best T differs per panel: mark it at the curve's end (the legend is shared)
-                ax.annotate(f"T={int(a['iterations'].iloc[0])}", (a["runtime_s"].iloc[-1], y[-1]),
-                            fontsize=7, xytext=(3, 0), textcoords="offset points", va="center")
+        for alg, a in _series(d, "algorithm", algorithms, "iterate"):
+            y = _positive(a["excess_loss_mean"])
+            _band(ax, a["runtime_s"], y, a["excess_loss_se"], label=label(alg))
+            # best T differs per panel: mark it at the curve's end (the legend is shared)
+            ax.annotate(f"T={int(a['iterations'].iloc[0])}", (a["runtime_s"].iloc[-1], y[-1]),
+                        fontsize=7, xytext=(3, 0), textcoords="offset points", va="center")
         if d.empty:
             _empty(ax)
         ax.set_yscale("log")
@@ -177,11 +181,9 @@ def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, pat
             ax = axes[i][j]
             d = curves[(curves["dataset"] == ds) & (curves["conversion"] == conversion)
                        & np.isclose(curves["epsilon"], e)]
-            for alg in algorithms:
-                a = d[d["algorithm"] == alg].sort_values("iterate")
-                if len(a):
-                    _band(ax, a["iterate"], _positive(a["excess_loss_mean"]), a["excess_loss_se"],
-                          label=f"{label(alg)} (T={int(a['iterations'].iloc[0])})")
+            for alg, a in _series(d, "algorithm", algorithms, "iterate"):
+                _band(ax, a["iterate"], _positive(a["excess_loss_mean"]), a["excess_loss_se"],
+                      label=f"{label(alg)} (T={int(a['iterations'].iloc[0])})")
             if d.empty:
                 _empty(ax)
             ax.set_yscale("log")
@@ -203,11 +205,9 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
     fig, axes = _grid(len(datasets))
     for ax, ds in zip(axes, datasets):
         d = b[b["dataset"] == ds]
-        for conv in conversions_list:
-            a = d[d["conversion"] == conv].sort_values("epsilon")
-            if len(a):
-                _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
-                      ms=3, label=conv)
+        for conv, a in _series(d, "conversion", conversions_list, "epsilon"):
+            _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
+                  ms=3, label=conv)
         if baseline is not None:
             triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
             if len(triv):
@@ -239,11 +239,9 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
         ref = table[table["dataset"] == ds]
         for i, (metric, ylabel) in enumerate(panels):
             ax = grid[i][j]
-            for alg in algorithms:
-                a = d[d["algorithm"] == alg].sort_values("epsilon")
-                if len(a):
-                    _band(ax, a["epsilon"], a[f"{metric}_mean"], a[f"{metric}_se"], marker="o", ms=3,
-                          label=label(alg))
+            for alg, a in _series(d, "algorithm", algorithms, "epsilon"):
+                _band(ax, a["epsilon"], a[f"{metric}_mean"], a[f"{metric}_se"], marker="o", ms=3,
+                      label=label(alg))
             if len(ref):
                 ax.axhline(float(ref[f"optimum_{metric}"].iloc[0]), color="k", ls="--", lw=1,
                            label="non-private optimum w* (training split)")
