@@ -1,7 +1,10 @@
 """Registry of optimizers: name -> how to build its configuration and run a batch of runs.
 
 Each entry maps the algorithm name used on the CLI, in configs and in result tables to a runner
-``run(problem, contexts, hyper) -> list[RunResult]``. ``hyper`` is a dict of hyper-parameters;
+``run(problem, contexts, hyper) -> list[RunResult]`` and, for the zCDP methods whose releases are
+Gaussian with planned shares, its privacy plan ``plan(hyper, n, T, rho) -> PrivacyPlan``
+(:mod:`dpnewton.privacy.plan`; None for the accountant- or (epsilon, delta)-calibrated methods, and
+for cubic-newton, whose inner releases are charged by its solver). ``hyper`` is a dict of hyper-parameters;
 unknown keys raise ``ValueError`` naming them. :func:`register` makes every registered runner
 return its results with ``train_accuracy`` set (:func:`with_train_accuracy`).
 """
@@ -12,15 +15,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
+from ..privacy.plan import PrivacyPlan
+
 from .aop import AopConfig, run_aop
 from .base import RunContext, RunResult
 from .cubic_newton import CubicNewtonConfig, run_cubic_newton
-from .damped_newton import DampedNewtonConfig, run_damped_newton
-from .double_noise import DoubleNoiseConfig, run_double_noise
-from .gradient_descent import GradientDescentConfig, OracleConfig, run_dp_gd, run_dp_gd_oracle
+from .damped_newton import DampedNewtonConfig, damped_newton_plan, run_damped_newton
+from .double_noise import DoubleNoiseConfig, double_noise_plan, run_double_noise
+from .gradient_descent import GradientDescentConfig, OracleConfig, gradient_plan, run_dp_gd, run_dp_gd_oracle
 from .minibatch import MinibatchNewtonConfig, SgdConfig, run_dp_sgd, run_minibatch_newton
 from .objpert import ObjpertConfig, run_objpert
-from .precond import PrecondConfig, run_precond_dp_gd
+from .precond import PrecondConfig, precond_plan, run_precond_dp_gd
 
 
 def build_config(cls, hyper: dict, fixed: dict | None = None):
@@ -44,6 +49,7 @@ class AlgorithmSpec:
     iterative: bool = True
     batched: bool = False            # shares passes over Z across runs
     nonprivate: str = ""             # the part of the protocol that is not private, if any
+    plan: Callable[..., PrivacyPlan] | None = None   # plan(hyper, n, T, rho): the run's releases as data
 
 
 def runner(config_cls, run_fn, **fixed):
@@ -51,6 +57,13 @@ def runner(config_cls, run_fn, **fixed):
     def run(problem, contexts, hyper):
         return run_fn(problem, contexts, build_config(config_cls, hyper, fixed))
     return run
+
+
+def planner(config_cls, plan_fn, **fixed):
+    """``plan(hyper, n, T, rho)`` that builds ``config_cls`` from hyper (+ fixed fields) as the runner does."""
+    def plan(hyper, n, T, rho):
+        return plan_fn(build_config(config_cls, dict(hyper), fixed), n, T, rho)
+    return plan
 
 
 def with_train_accuracy(run):
@@ -83,25 +96,28 @@ for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
     for _mod in ("clip", "add"):
         register(AlgorithmSpec(f"{_soi_label}-{_mod}",
                                runner(DoubleNoiseConfig, run_double_noise, soi=_soi, modification=_mod),
-                               f"double-noise Newton, {_soi} SOI, {_mod} modification (Algorithm 3)"))
+                               f"double-noise Newton, {_soi} SOI, {_mod} modification (Algorithm 3)",
+                               plan=planner(DoubleNoiseConfig, double_noise_plan, soi=_soi, modification=_mod)))
         register(AlgorithmSpec(f"minibatch-{_soi_label}-{_mod}",
                                runner(MinibatchNewtonConfig, run_minibatch_newton, soi=_soi, modification=_mod),
                                f"minibatch double-noise Newton, {_soi} SOI, {_mod}, fixed lambda, "
                                "Poisson batches, RDP-calibrated noise"))
 
 register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
-                       batched=True))
+                       batched=True, plan=planner(GradientDescentConfig, gradient_plan)))
 register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd),
                        "DP-GD preconditioned by a privately released Böhning bound Z^T Z/(4n), eigenvalues "
                        "clipped at lambda_mult * sigma_B * sqrt(d) (or lambda_mode=adaptive); step 1, "
                        "precond_frac 0.1 of rho for B; refresh=k: SOI at w_t every k steps",
-                       batched=True))
+                       batched=True, plan=planner(PrecondConfig, precond_plan)))
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", batched=True,
-                       nonprivate="line-search step size"))
+                       nonprivate="line-search step size",
+                       plan=planner(OracleConfig, lambda cfg, n, T, rho: gradient_plan(cfg, n, T, rho, "dp-gd-oracle"))))
 register(AlgorithmSpec("damped-newton", runner(DampedNewtonConfig, run_damped_newton),
                        "damped private Newton of [Medina21]",
-                       nonprivate="damped step size log(1+beta)/beta from the exact Hessian"))
+                       nonprivate="damped step size log(1+beta)/beta from the exact Hessian",
+                       plan=planner(DampedNewtonConfig, damped_newton_plan)))
 register(AlgorithmSpec("dp-sgd", runner(SgdConfig, run_dp_sgd),
                        "DP-SGD, Poisson batches, step 4, RDP-calibrated noise multiplier"))
 register(AlgorithmSpec("aop", runner(AopConfig, run_aop),

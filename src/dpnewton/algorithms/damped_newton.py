@@ -25,7 +25,9 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
+from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_single
+from .gradient_descent import GRADIENT_SENSITIVITY
 from .line_search import armijo_step, ridge_line
 
 
@@ -44,6 +46,20 @@ def damped_step(beta: float) -> float:
     return 1.0 if beta < 1e-12 else float(np.log1p(beta) / beta)
 
 
+def damped_newton_plan(cfg: DampedNewtonConfig, n: int, T: int, rho: float) -> PrivacyPlan:
+    """Per step, with rho_t = rho/T: the gradient (g_f rho_t, sensitivity 1/n) and the Hessian
+    ((1 - g_f) rho_t, Frobenius sensitivity 1/(4n)) [docs/algorithms.md §4.1]. The damped step size
+    is computed from the exact Hessian and gradient: not private, and marked so in the ledger."""
+    rho_t = rho / T
+    rho_g = cfg.grad_frac * rho_t
+    rho_h = rho_t - rho_g
+    return PrivacyPlan("damped-newton", rho, T, (
+        PlannedRelease("gradient", rho_g, T, 1.0 / n, GRADIENT_SENSITIVITY),
+        PlannedRelease("hessian", rho_h, T, 1.0 / (4.0 * n),
+                       "1/(4n): one row changes the Hessian by sigma'(m) z z^T / n, Frobenius norm <= 1/(4n)"),
+    )).check()
+
+
 def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
                       cfg: DampedNewtonConfig = DampedNewtonConfig()) -> list[RunResult]:
     if not 0 < cfg.grad_frac < 1:
@@ -58,17 +74,15 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
         ledger, rng = ctx.ledger, ctx.rng
         ledger.mark_nonprivate("damped-Newton step size from the exact Hessian and gradient"
                                if cfg.step_rule == "damped" else "line search on the exact loss")
-        rho_t = ctx.rho / ctx.iterations
-        rho_g = cfg.grad_frac * rho_t
-        rho_h = rho_t - rho_g
+        plan = damped_newton_plan(cfg, n, ctx.iterations, ctx.rho)
 
         def step(w, t):
             m, g, H = problem.newton_pass(w, "hessian")  # margins, gradient and Hessian in one pass
             g = g + cfg.reg * w
             H = H + cfg.reg * eye
-            s_g = ledger.charge(t, "gradient", 1.0 / n, rho_g)
+            s_g = plan.charge(ledger, t, "gradient")
             g_noisy = g + s_g * rng.standard_normal(d)
-            s_h = ledger.charge(t, "hessian", 1.0 / (4.0 * n), rho_h)
+            s_h = plan.charge(ledger, t, "hessian")
             E = s_h * rng.standard_normal((d, d))
             vals, vecs = linalg.eigh(H + 0.5 * (E + E.T), check_finite=False, driver="evd")
             p = vecs @ ((vecs.T @ g_noisy) / np.maximum(vals, cfg.eig_floor))

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..loss import LogisticProblem
+from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_single
+from .gradient_descent import GRADIENT_SENSITIVITY
 from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
 
 CONSTANTS = {
@@ -89,6 +91,27 @@ def adaptive_lambda(noisy_trace: float, n: int, rho_dir: float, cfg: DoubleNoise
     return float(max(base, 1.0 / n))
 
 
+def double_noise_plan(cfg: DoubleNoiseConfig, n: int, T: int, rho: float) -> PrivacyPlan:
+    """Per step, with rho_t = rho/T: the gradient (g_f rho_t, sensitivity 1/n), the trace of the SOI
+    (adaptive lambda only: f_tr (1 - g_f) rho_t, sensitivity 1/(4n)) and the direction (the rest,
+    sensitivity set at release time from the released ||g~|| and lambda) [docs/algorithms.md §2.3]."""
+    cfg = cfg.resolved()
+    rho_t = rho / T
+    rho_g = cfg.grad_frac * rho_t
+    rho_h = rho_t - rho_g
+    rho_tr = cfg.trace_frac * rho_h
+    rho_dir = rho_h - rho_tr
+    releases = [PlannedRelease("gradient", rho_g, T, 1.0 / n, GRADIENT_SENSITIVITY)]
+    if cfg.lambda_mode == "adaptive":
+        releases.append(PlannedRelease("trace", rho_tr, T, 1.0 / (4.0 * n),
+                                       "1/(4n): one row changes tr H by at most ||z||^2/4 / n (§2.3)"))
+    releases.append(PlannedRelease("direction", rho_dir, T, None,
+                                   f"||g~||/(4 n lambda^2 {'-' if cfg.modification == 'clip' else '+'} lambda) "
+                                   "from the released g~ and lambda (§2.2)"))
+    label = f"{'hess' if cfg.soi == 'hessian' else 'qu'}-{cfg.modification}"
+    return PrivacyPlan(label, rho, T, tuple(releases)).check()
+
+
 def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
                      cfg: DoubleNoiseConfig) -> list[RunResult]:
     cfg = cfg.resolved()
@@ -98,19 +121,16 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
     results = []
     for ctx in contexts:
         ledger, rng = ctx.ledger, ctx.rng
-        rho_t = ctx.rho / ctx.iterations
-        rho_g = cfg.grad_frac * rho_t
-        rho_h = rho_t - rho_g
-        rho_tr = cfg.trace_frac * rho_h
-        rho_dir = rho_h - rho_tr
+        plan = double_noise_plan(cfg, n, ctx.iterations, ctx.rho)
+        rho_dir = plan.release("direction").rho
         lambdas: list[float] = []
 
         def step(w, t):
             m, g, H = problem.newton_pass(w, cfg.soi)  # margins, gradient and SOI in one pass
-            s_g = ledger.charge(t, "gradient", 1.0 / n, rho_g)
+            s_g = plan.charge(ledger, t, "gradient")
             g_noisy = g + cfg.reg * w + s_g * rng.standard_normal(d)
             if cfg.lambda_mode == "adaptive":
-                s_tr = ledger.charge(t, "trace", 1.0 / (4.0 * n), rho_tr)
+                s_tr = plan.charge(ledger, t, "trace")
                 tau = cfg.trace_coeff * max(float(np.trace(H)) + s_tr * rng.standard_normal(), 0.0)
                 lam = adaptive_lambda(tau, n, rho_dir, cfg)
             else:
@@ -118,7 +138,7 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
             lambdas.append(lam)
             direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
             sens = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, n, cfg.modification)
-            s_dir = ledger.charge(t, "direction", sens, rho_dir)
+            s_dir = plan.charge(ledger, t, "direction", sens)
             return w - direction + s_dir * rng.standard_normal(d), m
 
         res = iterate_single(problem, ctx, step, reset=cfg.reset, average=cfg.average)

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import optimize
 
 from ..loss import LogisticProblem
+from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_batched
 from .line_search import ARMIJO_START, armijo_step, ridge_line
 
@@ -53,11 +54,26 @@ class OracleConfig:
     average: str = "none"         # as GradientDescentConfig.average
 
 
-def _noisy_gradients(G: np.ndarray, contexts: list[RunContext], n: int, t: int) -> np.ndarray:
-    """Add each run's own Gaussian noise to its row of G and charge the release to its ledger."""
+GRADIENT_SENSITIVITY = "1/n: the mean of per-row gradients sigma(-m_i) z_i of norm <= 1 (§6.1)"
+
+
+def gradient_release(n: int, T: int, rho: float) -> PlannedRelease:
+    """T releases of the mean gradient, rho/T each (docs/algorithms.md §3.1)."""
+    return PlannedRelease("gradient", rho / T, T, 1.0 / n, GRADIENT_SENSITIVITY)
+
+
+def gradient_plan(cfg, n: int, T: int, rho: float, algorithm: str = "dp-gd") -> PrivacyPlan:
+    """DP-GD's and DP-GD-Oracle's plan: the T gradient releases (the Oracle's line search reads the
+    exact loss and is marked non-private in the ledger; it releases nothing of its own)."""
+    return PrivacyPlan(algorithm, rho, T, (gradient_release(n, T, rho),)).check()
+
+
+def _noisy_gradients(G: np.ndarray, contexts: list[RunContext], plans: dict[int, PrivacyPlan], t: int) -> np.ndarray:
+    """Add each run's own Gaussian noise to its row of G, charging the release through its plan
+    (``plans``: id(context) -> plan)."""
     out = np.empty_like(G)
     for j, ctx in enumerate(contexts):
-        s = ctx.ledger.charge(t, "gradient", 1.0 / n, ctx.rho / ctx.iterations)
+        s = plans[id(ctx)].charge(ctx.ledger, t, "gradient")
         out[j] = G[j] + s * ctx.rng.standard_normal(G.shape[1])
     return out
 
@@ -67,9 +83,10 @@ def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
     if not cfg.step > 0:
         raise ValueError(f"step={cfg.step!r} must be > 0")
     check_average(cfg.average)
+    plans = {id(c): gradient_plan(cfg, problem.n, c.iterations, c.rho) for c in contexts}
 
     def step(W, M, G, ctxs, t):
-        return W - cfg.step * _noisy_gradients(G, ctxs, problem.n, t)
+        return W - cfg.step * _noisy_gradients(G, ctxs, plans, t)
 
     return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
 
@@ -89,10 +106,11 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
     for ctx in contexts:
         ctx.ledger.mark_nonprivate(f"step size by {cfg.line_search} line search on the exact loss")
     reg = cfg.reg
+    plans = {id(c): gradient_plan(cfg, problem.n, c.iterations, c.rho, "dp-gd-oracle") for c in contexts}
 
     def step(W, M, G, ctxs, t):
         G = G + reg * W
-        Gn = _noisy_gradients(G, ctxs, problem.n, t)
+        Gn = _noisy_gradients(G, ctxs, plans, t)
         ZG = problem.margins(Gn)  # Z g~ for every run, one batched pass
         W_next = np.empty_like(W)
         for j in range(W.shape[0]):

@@ -40,7 +40,6 @@ factorisation happen inside the first (timed) update step, after the driver has 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -48,9 +47,10 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
+from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_batched
 from .double_noise import CONSTANTS, DoubleNoiseConfig, adaptive_lambda
-from .gradient_descent import _noisy_gradients
+from .gradient_descent import _noisy_gradients, gradient_release
 
 PRECOND_STEP = 1.0          # eta = 1: with P ~ B (majorises the Hessian) the Böhning-Lindsay MM step
 PRECOND_FRAC = 0.1          # share of rho spent on the single release of B
@@ -144,14 +144,24 @@ def curvature_releases(T: int, refresh: int) -> int:
     return 1 if refresh == 0 else -(-T // refresh)
 
 
+def precond_plan(cfg: PrecondConfig, n: int, T: int, rho: float) -> PrivacyPlan:
+    """R = :func:`curvature_releases` curvature releases of precond_frac rho / R each (sensitivity
+    1/(4n), :func:`curvature_sensitivity`) and T gradient releases sharing (1 - precond_frac) rho
+    (docs/algorithms.md §13)."""
+    frac = float(cfg.precond_frac)
+    R = curvature_releases(T, cfg.refresh)
+    when = "t = 0" if cfg.refresh == 0 else f"t = 0, {cfg.refresh}, {2 * cfg.refresh}, ... < T"
+    curvature = PlannedRelease("curvature", frac * rho / R, R, curvature_sensitivity(n),
+                               "1/(4n): one row changes B (or the SOI) by z z^T/(4n), upper triangle "
+                               "norm <= ||z||^2/(4n) (§13)", when)
+    return PrivacyPlan("precond-dp-gd", rho, T, (curvature, gradient_release(n, T, (1.0 - frac) * rho))).check()
+
+
 def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
                       cfg: PrecondConfig = PrecondConfig()) -> list[RunResult]:
     cfg = cfg.validated()
     n, d = problem.n, problem.d
-    frac = float(cfg.precond_frac)
-    # DP-GD's release charges ctx.rho/ctx.iterations per gradient: give it views of the runs whose
-    # budget is the gradient share (same ledger and generator objects).
-    grad_views = {id(c): dataclasses.replace(c, rho=(1.0 - frac) * c.rho) for c in contexts}
+    plans = {id(c): precond_plan(cfg, n, c.iterations, c.rho) for c in contexts}
     inverses: dict[int, np.ndarray] = {}
     info: dict[int, dict] = {}
     shared = {}
@@ -164,9 +174,9 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
             curvature = shared["B"]
         else:
             curvature = problem.soi_from_margins(margins, cfg.refresh_soi)
-        releases = curvature_releases(ctx.iterations, cfg.refresh)
-        rho_release = frac * ctx.rho / releases
-        s_b = ctx.ledger.charge(t, "curvature", curvature_sensitivity(n), rho_release)
+        plan = plans[id(ctx)]
+        releases, rho_release = plan.release("curvature").count, plan.release("curvature").rho
+        s_b = plan.charge(ctx.ledger, t, "curvature")
         noisy = release_symmetric(curvature, s_b, ctx.rng)
         if cfg.lambda_mode == "spectral":
             lam = spectral_lambda(s_b, d, cfg.lambda_mult)
@@ -184,7 +194,7 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
                 release_curvature(ctx, t, None)
             elif cfg.refresh and t % cfg.refresh == 0:
                 release_curvature(ctx, t, M[:, j])
-        noisy = _noisy_gradients(G, [grad_views[id(c)] for c in ctxs], n, t)
+        noisy = _noisy_gradients(G, ctxs, plans, t)
         out = np.empty_like(W)
         for j, ctx in enumerate(ctxs):
             out[j] = W[j] - cfg.step * (inverses[id(ctx)] @ noisy[j])

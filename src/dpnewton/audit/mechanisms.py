@@ -293,16 +293,13 @@ def statistic(batch: TrialBatch, pair: CanaryPair, level: str) -> np.ndarray:
     raise ValueError(f"level={level!r} is unknown; choose one of {', '.join(LEVELS)}")
 
 
-def release_rho_share(mech: AuditMechanism, level: str) -> float:
-    """Share of the run's rho spent on what the statistic sees (gradient share of step 0 for releases)."""
-    if level == "output" or mech.algorithm in ("dp-gd", "dp-gd-oracle"):
-        return 1.0 if level == "output" else 1.0 / mech.iterations
-    if mech.algorithm == "precond-dp-gd":
-        from ..algorithms.precond import PRECOND_FRAC
-
-        return (1.0 - float(mech.hyper.get("precond_frac", PRECOND_FRAC))) / mech.iterations
-    gf = float(mech.hyper.get("grad_frac", 0.7))
-    return gf / mech.iterations
+def release_rho_share(mech: AuditMechanism, level: str, n: int) -> float:
+    """Share of the run's rho spent on what the statistic sees: all of it for the output, else one
+    release of the algorithm's privacy plan (:mod:`dpnewton.privacy.plan`): the gradient of one step."""
+    if level == "output":
+        return 1.0
+    quantity = {"gradient-release": "gradient", "trace-release": "trace", "curvature-release": "curvature"}[level]
+    return get_algorithm(mech.algorithm).plan(mech.hyper, n, mech.iterations, 1.0).share(quantity)
 
 
 def claimed_epsilon_of_share(rho: float, share: float, delta: float) -> float:
@@ -344,7 +341,7 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
                                        cfg.grad_frac).multipliers[0]
         return float(accountant_epsilon([b_g / n], [z_g], 1, pair.delta))
     if mech.calibration == "ledger" and level == "gradient-release":
-        return claimed_epsilon_of_share(batch.rho, release_rho_share(mech, level), pair.delta)
+        return claimed_epsilon_of_share(batch.rho, release_rho_share(mech, level, pair.D.n), pair.delta)
     index = {"gradient-release": 0, "trace-release": 1, "curvature-release": 0}[level]
     entry = batch.ledgers[0].entries[index]
     return claimed_epsilon_of_share(batch.rho, entry.rho / batch.rho, pair.delta)

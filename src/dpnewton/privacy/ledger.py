@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 # Relative slack for floating-point round-off when per-step budgets (rho/T * fractions) are summed.
-_ROUNDING_SLACK = 1e-9
+ROUNDING_SLACK = 1e-9
 
 
 class PrivacyBudgetExceeded(RuntimeError):
@@ -155,7 +155,7 @@ class PrivacyLedger:
         """Record one Gaussian release and return its noise scale sigma = sensitivity/sqrt(2 rho)."""
         sigma = gaussian_sigma(sensitivity, rho)
         new_total = self._spent + rho
-        if new_total > self.budget_rho * (1.0 + _ROUNDING_SLACK):
+        if new_total > self.budget_rho * (1.0 + ROUNDING_SLACK):
             raise PrivacyBudgetExceeded(
                 f"release {quantity!r} at step {step} needs rho={rho:.6g} but only "
                 f"{self.budget_rho - self._spent:.6g} of rho={self.budget_rho:.6g} is left")
@@ -167,7 +167,7 @@ class PrivacyLedger:
         """Record an accountant-level event (e.g. calibrated subsampled Gaussian); a dict is copied."""
         if rho_equivalent is not None:
             new_total = self._spent + rho_equivalent
-            if new_total > self.budget_rho * (1.0 + _ROUNDING_SLACK):
+            if new_total > self.budget_rho * (1.0 + ROUNDING_SLACK):
                 raise PrivacyBudgetExceeded(f"event {event} exceeds rho={self.budget_rho:.6g}")
             self._spent = new_total
         self.accounting_events.append(dict(event) if isinstance(event, dict) else event)
