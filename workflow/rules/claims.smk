@@ -7,6 +7,7 @@ rule claims:
         best_curves="results/tables/best_curves.parquet",
         costs="results/tables/update_costs.parquet",
         frontier="results/tables/frontier.parquet",
+        tracks=lambda wildcards: track_tables("parquet"),
     output:
         md=report(
             "results/claims/claims.md",
@@ -30,6 +31,7 @@ rule claims:
     params:
         claims=claims_config,
         protocol=protocol_summary,
+        tracks=lambda wildcards: conf().get("tracks") or {},
     message:
         "Checking the paper's claims"
     script:

@@ -169,11 +169,13 @@ def all_job_curves(wildcards=None):
 @functools.cache
 def timed_configurations():
     """The configurations the timing stage times: those of Table 1, the runtime figure and the
-    claims report's Table 1, with every tuned variant of their base algorithms."""
+    claims report (its Table 1, and the second-order methods its "Beyond the paper" section compares
+    with averaged DP-GD), with every tuned variant of their base algorithms."""
     cfg, algorithms = conf(), plan().algorithms
     anchors = [cfg["table1"]["baseline"], cfg["table1"]["ours"]] + cfg["figures"]["runtime_algorithms"]
     if cfg["claims"]["enabled"]:
         anchors += [cfg["claims"]["baseline"], cfg["claims"]["table1_ours"]]
+        anchors += list(dpnewton("pipeline.claims.beyond").SECOND_ORDER)
     names = dpnewton("pipeline.timing").configurations_to_time(algorithms, anchors)
     return {n: {"base": algorithms[n]["base"], "hyper": algorithms[n]["hyper"]} for n in names}
 
@@ -300,6 +302,10 @@ def all_benchmarks(wildcards=None):
     }
     if timed_configurations():
         out["time_updates"] = expand("results/benchmarks/time_updates/{dataset}.tsv", dataset=datasets())
+    if track_jobs():
+        out["run_track"] = [
+            s.replace("results/tracks/", "results/benchmarks/run_track/", 1) + ".tsv" for s in track_jobs()
+        ]
     return out
 
 
@@ -309,6 +315,7 @@ RESOURCE_TABLES = ["results/tables/resources.parquet", "results/tables/resources
 def final_outputs(wildcards=None):
     cfg = conf()
     out = table_files() + figure_files() + ["results/tables/best_curves.parquet"] + RESOURCE_TABLES
+    out += track_tables()
     if cfg["claims"]["enabled"]:
         out += claims_files()
     if cfg["publish_figures"]:
