@@ -122,8 +122,14 @@ def log_plan():
         print(f"WARNING: {w}", file=sys.stderr)
 
 
-def protocol_summary(wildcards=None):
+@functools.cache
+def _protocol():
     return dpnewton("pipeline.config").protocol_summary(plan())
+
+
+def protocol_summary(wildcards=None):
+    """The protocol facts (dpnewton.pipeline.config.protocol_summary), computed once."""
+    return _protocol()
 
 
 def holdout(wildcards=None):
