@@ -315,6 +315,29 @@ def all_benchmarks(wildcards=None):
     return out
 
 
+# the private-selection and fixed-rule tracks (rules/tracks.smk)
+@functools.cache
+def track_jobs():
+    """Output stem -> job spec of every track job (none without a `tracks` config key)."""
+    return dict(dpnewton("pipeline.tracks").expand_tracks(conf(), plan()))
+
+
+def track_spec(wildcards):
+    return track_jobs()[f"results/tracks/{wildcards.track}/{wildcards.dataset}/{wildcards.method}/eps~{wildcards.eps}"]
+
+
+def all_track_rows():
+    return [f"{stem}.csv" for stem in track_jobs()]
+
+
+def track_tables(ext=None):
+    """The tracks' tables (none without track jobs); ``ext`` = "parquet" or "csv" selects one format."""
+    if not track_jobs():
+        return []
+    exts = [ext] if ext else ["parquet", "csv"]
+    return [f"results/tables/{t}.{e}" for t in ("private_selection", "fixed_rule") for e in exts]
+
+
 RESOURCE_TABLES = ["results/tables/resources.parquet", "results/tables/resources.csv"]
 
 
