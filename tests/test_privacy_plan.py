@@ -20,7 +20,8 @@ from tests.conftest import make_problem
 CASES = [("dp-gd", {}), ("dp-gd", {"average": "tail"}), ("dp-gd-oracle", {}), ("hess-clip", {}),
          ("qu-add", {"constants": "v1"}), ("hess-add", {"grad_frac": 0.5, "trace_frac": 0.3}),
          ("qu-clip", {"lambda_mode": "fixed", "lambda0": 0.5}), ("damped-newton", {"grad_frac": 0.6}),
-         ("precond-dp-gd", {}), ("precond-dp-gd", {"refresh": 3, "precond_frac": 0.3})]
+         ("precond-dp-gd", {}), ("precond-dp-gd", {"refresh": 3, "precond_frac": 0.3}),
+         ("cubic-newton", {"max_inner": 20})]
 
 
 @pytest.mark.parametrize("algorithm, hyper", CASES)
@@ -28,7 +29,7 @@ def test_the_ledger_is_the_plan(algorithm, hyper):
     problem = make_problem(n=600, d=5, seed=2)
     for T in (1, 7):
         (res,) = run_algorithm(problem, "x", algorithm, 1.0, [0], [T], hyper=hyper)
-        plan = ALGORITHMS[algorithm].plan(hyper, problem.n, T, res.ledger.budget_rho)
+        plan = ALGORITHMS[algorithm].plan(hyper, problem.n, problem.d, T, res.ledger.budget_rho)
         assert plan.total_rho == pytest.approx(res.ledger.budget_rho, rel=1e-12)
         entries = res.ledger.entries
         assert Counter(e.quantity for e in entries) == {r.quantity: r.count for r in plan.releases}
@@ -42,19 +43,22 @@ def test_the_ledger_is_the_plan(algorithm, hyper):
 
 def test_known_plans():
     n, T, rho = 100, 4, 0.2
-    gd = ALGORITHMS["dp-gd"].plan({}, n, T, rho)
+    gd = ALGORITHMS["dp-gd"].plan({}, n, 3, T, rho)
     assert [(r.quantity, r.rho, r.count, r.sensitivity) for r in gd.releases] == [("gradient", 0.05, 4, 0.01)]
     # the older code's constants: grad_frac 0.75, trace_frac 0.1 (what the audit once re-derived as 0.7)
-    v1 = ALGORITHMS["hess-clip"].plan({"constants": "v1"}, n, T, rho)
+    v1 = ALGORITHMS["hess-clip"].plan({"constants": "v1"}, n, 3, T, rho)
     assert CONSTANTS["v1"]["grad_frac"] == 0.75
     assert v1.share("gradient") == pytest.approx(0.75 / T)
     assert v1.share("trace") == pytest.approx(0.1 * 0.25 / T) and v1.share("direction") == pytest.approx(0.9 * 0.25 / T)
     assert v1.release("direction").sensitivity is None and "lambda" in v1.release("direction").sensitivity_rule
-    fixed = ALGORITHMS["hess-clip"].plan({"lambda_mode": "fixed", "lambda0": 1.0}, n, T, rho)
+    fixed = ALGORITHMS["hess-clip"].plan({"lambda_mode": "fixed", "lambda0": 1.0}, n, 3, T, rho)
     assert [r.quantity for r in fixed.releases] == ["gradient", "direction"]
-    pre = ALGORITHMS["precond-dp-gd"].plan({"refresh": 3}, n, 7, rho)
+    pre = ALGORITHMS["precond-dp-gd"].plan({"refresh": 3}, n, 3, 7, rho)
     assert pre.release("curvature").count == 3 and pre.release("curvature").rho == pytest.approx(0.1 * rho / 3)
     assert pre.release("gradient").rho == pytest.approx(0.9 * rho / 7)
+    cubic = ALGORITHMS["cubic-newton"].plan({"max_inner": 5}, n, 3, T, rho)
+    assert cubic.release("model-gradient").count == T * 5 and cubic.total_rho == pytest.approx(rho)
+    assert ALGORITHMS["cubic-newton"].plan({"noise": False}, n, 3, T, rho).releases == ()
     rows = pre.as_rows()
     assert rows[0]["rho_total"] == pytest.approx(0.1 * rho) and rows[0]["algorithm"] == "precond-dp-gd"
 
@@ -63,7 +67,7 @@ def test_unplanned_algorithms_have_no_plan():
     """Methods calibrated by an accountant or to (epsilon, delta) have no zCDP plan (their ledger holds
     an event); every other registered method has one."""
     unplanned = {name for name, spec in ALGORITHMS.items() if spec.plan is None}
-    assert unplanned == {"aop", "objpert", "dp-sgd", "cubic-newton"} | {
+    assert unplanned == {"aop", "objpert", "dp-sgd"} | {
         f"minibatch-{s}-{m}" for s in ("hess", "qu") for m in ("clip", "add")}
 
 
@@ -88,8 +92,8 @@ def test_overspending_plan_and_wrong_charges_raise():
 
 def test_plans_are_pure_functions_of_public_inputs():
     _, rho = resolve_budget(1.0, None, 1000, "bs16")
-    a = ALGORITHMS["qu-clip"].plan({}, 1000, 16, rho)
-    b = ALGORITHMS["qu-clip"].plan({}, 1000, 16, rho)
+    a = ALGORITHMS["qu-clip"].plan({}, 1000, 8, 16, rho)
+    b = ALGORITHMS["qu-clip"].plan({}, 1000, 8, 16, rho)
     assert a == b and hash(a) == hash(b)
 
 
@@ -97,8 +101,8 @@ def test_the_audit_reads_the_release_share_from_the_plan():
     from dpnewton.audit.mechanisms import AuditMechanism, release_rho_share
 
     v1 = AuditMechanism("hess-clip-v1", "hess-clip", 4, {"constants": "v1"}, ("gradient-release",))
-    assert release_rho_share(v1, "gradient-release", 500) == pytest.approx(0.75 / 4)   # not 0.7 / 4
+    assert release_rho_share(v1, "gradient-release", 500, 4) == pytest.approx(0.75 / 4)   # not 0.7 / 4
     pre = AuditMechanism("precond", "precond-dp-gd", 2, {"precond_frac": 0.3}, ("gradient-release",))
-    assert release_rho_share(pre, "gradient-release", 500) == pytest.approx(0.7 / 2)
-    assert release_rho_share(pre, "curvature-release", 500) == pytest.approx(0.3)
-    assert release_rho_share(v1, "output", 500) == 1.0
+    assert release_rho_share(pre, "gradient-release", 500, 4) == pytest.approx(0.7 / 2)
+    assert release_rho_share(pre, "curvature-release", 500, 4) == pytest.approx(0.3)
+    assert release_rho_share(v1, "output", 500, 4) == 1.0

@@ -2,9 +2,8 @@
 
 Each entry maps the algorithm name used on the CLI, in configs and in result tables to a runner
 ``run(problem, contexts, hyper) -> list[RunResult]`` and, for the zCDP methods whose releases are
-Gaussian with planned shares, its privacy plan ``plan(hyper, n, T, rho) -> PrivacyPlan``
-(:mod:`dpnewton.privacy.plan`; None for the accountant- or (epsilon, delta)-calibrated methods, and
-for cubic-newton, whose inner releases are charged by its solver). ``hyper`` is a dict of hyper-parameters;
+Gaussian with planned shares, its privacy plan ``plan(hyper, n, d, T, rho) -> PrivacyPlan``
+(:mod:`dpnewton.privacy.plan`; None for the accountant- or (epsilon, delta)-calibrated methods). ``hyper`` is a dict of hyper-parameters;
 unknown keys raise ``ValueError`` naming them. :func:`register` makes every registered runner
 return its results with ``train_accuracy`` set (:func:`with_train_accuracy`).
 """
@@ -19,7 +18,7 @@ from ..privacy.plan import PrivacyPlan
 
 from .aop import AopConfig, run_aop
 from .base import RunContext, RunResult
-from .cubic_newton import CubicNewtonConfig, run_cubic_newton
+from .cubic_newton import CubicNewtonConfig, cubic_newton_plan, run_cubic_newton
 from .damped_newton import DampedNewtonConfig, damped_newton_plan, run_damped_newton
 from .double_noise import DoubleNoiseConfig, double_noise_plan, run_double_noise
 from .gradient_descent import GradientDescentConfig, OracleConfig, gradient_plan, run_dp_gd, run_dp_gd_oracle
@@ -49,7 +48,7 @@ class AlgorithmSpec:
     iterative: bool = True
     batched: bool = False            # shares passes over Z across runs
     nonprivate: str = ""             # the part of the protocol that is not private, if any
-    plan: Callable[..., PrivacyPlan] | None = None   # plan(hyper, n, T, rho): the run's releases as data
+    plan: Callable[..., PrivacyPlan] | None = None   # plan(hyper, n, d, T, rho): the run's releases as data
 
 
 def runner(config_cls, run_fn, **fixed):
@@ -60,9 +59,9 @@ def runner(config_cls, run_fn, **fixed):
 
 
 def planner(config_cls, plan_fn, **fixed):
-    """``plan(hyper, n, T, rho)`` that builds ``config_cls`` from hyper (+ fixed fields) as the runner does."""
-    def plan(hyper, n, T, rho):
-        return plan_fn(build_config(config_cls, dict(hyper), fixed), n, T, rho)
+    """``plan(hyper, n, d, T, rho)`` that builds ``config_cls`` from hyper (+ fixed fields) as the runner does."""
+    def plan(hyper, n, d, T, rho):
+        return plan_fn(build_config(config_cls, dict(hyper), fixed), n, d, T, rho)
     return plan
 
 
@@ -113,7 +112,7 @@ register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd)
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", batched=True,
                        nonprivate="line-search step size",
-                       plan=planner(OracleConfig, lambda cfg, n, T, rho: gradient_plan(cfg, n, T, rho, "dp-gd-oracle"))))
+                       plan=planner(OracleConfig, lambda cfg, n, d, T, rho: gradient_plan(cfg, n, d, T, rho, "dp-gd-oracle"))))
 register(AlgorithmSpec("damped-newton", runner(DampedNewtonConfig, run_damped_newton),
                        "damped private Newton of [Medina21]",
                        nonprivate="damped step size log(1+beta)/beta from the exact Hessian",
@@ -127,7 +126,8 @@ register(AlgorithmSpec("objpert", runner(ObjpertConfig, run_objpert),
                        "objective perturbation with the tight privacy profile (Redberg-Koskela-Wang 2023) "
                        "+ approximate-minimum output noise, on Z; T is ignored", iterative=False))
 register(AlgorithmSpec("cubic-newton", runner(CubicNewtonConfig, run_cubic_newton),
-                       "private cubic-regularised Newton (Algorithms 1-2) on l2-regularised loss over a ball"))
+                       "private cubic-regularised Newton (Algorithms 1-2) on l2-regularised loss over a ball",
+                       plan=planner(CubicNewtonConfig, cubic_newton_plan)))
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:

@@ -66,6 +66,7 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
+from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, iterate_single
 from .newton import newton_iterate
 
@@ -203,6 +204,19 @@ def dp_cubic_solver(g: np.ndarray, H: np.ndarray, theta0: np.ndarray, N: int, mu
     return project_ball(avg, radius)  # a convex combination of points of W; projection only guards rounding
 
 
+def cubic_newton_plan(cfg: CubicNewtonConfig, n: int, d: int, T: int, rho: float) -> PrivacyPlan:
+    """N = :func:`inner_steps` model-gradient releases per outer step, rho/(T N) each, sensitivity
+    (L0 + L1 D)/n (docs/algorithms.md §5.3); none with ``noise=False`` (testing only, marked non-private)."""
+    cfg = cfg.checked()
+    rho_t = rho / T
+    N = inner_steps(rho_t, n, d, cfg.mu, cfg.diameter, cfg.max_inner)
+    L0, L1, _ = lipschitz_constants(cfg.mu, cfg.diameter)
+    releases = (PlannedRelease("model-gradient", rho_t / N, T * N, (L0 + L1 * cfg.diameter) / n,
+                               "(L0 + L1 D)/n: one row's model gradient on the ball of diameter D (§5.3)",
+                               f"{N} per step"),) if cfg.noise else ()
+    return PrivacyPlan("cubic-newton", rho, T, releases).check()
+
+
 def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
                      cfg: CubicNewtonConfig = CubicNewtonConfig()) -> list[RunResult]:
     cfg = cfg.checked()
@@ -223,15 +237,16 @@ def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
             ledger.mark_nonprivate("noise switched off (testing only)")
         rho_t = ctx.rho / T
         N = inner_steps(rho_t, n, d, mu, D, cfg.max_inner)
+        plan = cubic_newton_plan(cfg, n, d, T, ctx.rho)
         records = [] if cfg.record_releases else None
 
-        def step(w, t, rng=rng, ledger=ledger, rho_t=rho_t, N=N, records=records):
+        def step(w, t, rng=rng, ledger=ledger, rho_t=rho_t, N=N, records=records, plan=plan):
             m = problem.margins(w)
             g = problem.grad_from_margins(m) + mu * w
             H = problem.soi_from_margins(m, "hessian") + mu * eye
             if cfg.noise:
                 sigma = sens / math.sqrt(2.0 * rho_t / N)
-                charge = (lambda: ledger.charge(t, "model-gradient", sens, rho_t / N))
+                charge = (lambda: plan.charge(ledger, t, "model-gradient"))
             else:
                 sigma, charge = 0.0, None
             record = None if records is None else []

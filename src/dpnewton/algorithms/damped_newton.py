@@ -46,7 +46,7 @@ def damped_step(beta: float) -> float:
     return 1.0 if beta < 1e-12 else float(np.log1p(beta) / beta)
 
 
-def damped_newton_plan(cfg: DampedNewtonConfig, n: int, T: int, rho: float) -> PrivacyPlan:
+def damped_newton_plan(cfg: DampedNewtonConfig, n: int, d: int, T: int, rho: float) -> PrivacyPlan:
     """Per step, with rho_t = rho/T: the gradient (g_f rho_t, sensitivity 1/n) and the Hessian
     ((1 - g_f) rho_t, Frobenius sensitivity 1/(4n)) [docs/algorithms.md §4.1]. The damped step size
     is computed from the exact Hessian and gradient: not private, and marked so in the ledger."""
@@ -74,7 +74,7 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
         ledger, rng = ctx.ledger, ctx.rng
         ledger.mark_nonprivate("damped-Newton step size from the exact Hessian and gradient"
                                if cfg.step_rule == "damped" else "line search on the exact loss")
-        plan = damped_newton_plan(cfg, n, ctx.iterations, ctx.rho)
+        plan = damped_newton_plan(cfg, n, d, ctx.iterations, ctx.rho)
 
         def step(w, t):
             m, g, H = problem.newton_pass(w, "hessian")  # margins, gradient and Hessian in one pass

@@ -91,7 +91,7 @@ def adaptive_lambda(noisy_trace: float, n: int, rho_dir: float, cfg: DoubleNoise
     return float(max(base, 1.0 / n))
 
 
-def double_noise_plan(cfg: DoubleNoiseConfig, n: int, T: int, rho: float) -> PrivacyPlan:
+def double_noise_plan(cfg: DoubleNoiseConfig, n: int, d: int, T: int, rho: float) -> PrivacyPlan:
     """Per step, with rho_t = rho/T: the gradient (g_f rho_t, sensitivity 1/n), the trace of the SOI
     (adaptive lambda only: f_tr (1 - g_f) rho_t, sensitivity 1/(4n)) and the direction (the rest,
     sensitivity set at release time from the released ||g~|| and lambda) [docs/algorithms.md §2.3]."""
@@ -121,7 +121,7 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
     results = []
     for ctx in contexts:
         ledger, rng = ctx.ledger, ctx.rng
-        plan = double_noise_plan(cfg, n, ctx.iterations, ctx.rho)
+        plan = double_noise_plan(cfg, n, d, ctx.iterations, ctx.rho)
         rho_dir = plan.release("direction").rho
         lambdas: list[float] = []
 

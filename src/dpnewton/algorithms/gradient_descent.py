@@ -62,7 +62,7 @@ def gradient_release(n: int, T: int, rho: float) -> PlannedRelease:
     return PlannedRelease("gradient", rho / T, T, 1.0 / n, GRADIENT_SENSITIVITY)
 
 
-def gradient_plan(cfg, n: int, T: int, rho: float, algorithm: str = "dp-gd") -> PrivacyPlan:
+def gradient_plan(cfg, n: int, d: int, T: int, rho: float, algorithm: str = "dp-gd") -> PrivacyPlan:
     """DP-GD's and DP-GD-Oracle's plan: the T gradient releases (the Oracle's line search reads the
     exact loss and is marked non-private in the ledger; it releases nothing of its own)."""
     return PrivacyPlan(algorithm, rho, T, (gradient_release(n, T, rho),)).check()
@@ -83,7 +83,7 @@ def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
     if not cfg.step > 0:
         raise ValueError(f"step={cfg.step!r} must be > 0")
     check_average(cfg.average)
-    plans = {id(c): gradient_plan(cfg, problem.n, c.iterations, c.rho) for c in contexts}
+    plans = {id(c): gradient_plan(cfg, problem.n, problem.d, c.iterations, c.rho) for c in contexts}
 
     def step(W, M, G, ctxs, t):
         return W - cfg.step * _noisy_gradients(G, ctxs, plans, t)
@@ -106,7 +106,7 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
     for ctx in contexts:
         ctx.ledger.mark_nonprivate(f"step size by {cfg.line_search} line search on the exact loss")
     reg = cfg.reg
-    plans = {id(c): gradient_plan(cfg, problem.n, c.iterations, c.rho, "dp-gd-oracle") for c in contexts}
+    plans = {id(c): gradient_plan(cfg, problem.n, problem.d, c.iterations, c.rho, "dp-gd-oracle") for c in contexts}
 
     def step(W, M, G, ctxs, t):
         G = G + reg * W

@@ -144,7 +144,7 @@ def curvature_releases(T: int, refresh: int) -> int:
     return 1 if refresh == 0 else -(-T // refresh)
 
 
-def precond_plan(cfg: PrecondConfig, n: int, T: int, rho: float) -> PrivacyPlan:
+def precond_plan(cfg: PrecondConfig, n: int, d: int, T: int, rho: float) -> PrivacyPlan:
     """R = :func:`curvature_releases` curvature releases of precond_frac rho / R each (sensitivity
     1/(4n), :func:`curvature_sensitivity`) and T gradient releases sharing (1 - precond_frac) rho
     (docs/algorithms.md §13)."""
@@ -161,7 +161,7 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
                       cfg: PrecondConfig = PrecondConfig()) -> list[RunResult]:
     cfg = cfg.validated()
     n, d = problem.n, problem.d
-    plans = {id(c): precond_plan(cfg, n, c.iterations, c.rho) for c in contexts}
+    plans = {id(c): precond_plan(cfg, n, d, c.iterations, c.rho) for c in contexts}
     inverses: dict[int, np.ndarray] = {}
     info: dict[int, dict] = {}
     shared = {}

@@ -293,13 +293,13 @@ def statistic(batch: TrialBatch, pair: CanaryPair, level: str) -> np.ndarray:
     raise ValueError(f"level={level!r} is unknown; choose one of {', '.join(LEVELS)}")
 
 
-def release_rho_share(mech: AuditMechanism, level: str, n: int) -> float:
+def release_rho_share(mech: AuditMechanism, level: str, n: int, d: int) -> float:
     """Share of the run's rho spent on what the statistic sees: all of it for the output, else one
     release of the algorithm's privacy plan (:mod:`dpnewton.privacy.plan`): the gradient of one step."""
     if level == "output":
         return 1.0
     quantity = {"gradient-release": "gradient", "trace-release": "trace", "curvature-release": "curvature"}[level]
-    return get_algorithm(mech.algorithm).plan(mech.hyper, n, mech.iterations, 1.0).share(quantity)
+    return get_algorithm(mech.algorithm).plan(mech.hyper, n, d, mech.iterations, 1.0).share(quantity)
 
 
 def claimed_epsilon_of_share(rho: float, share: float, delta: float) -> float:
@@ -341,7 +341,7 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
                                        cfg.grad_frac).multipliers[0]
         return float(accountant_epsilon([b_g / n], [z_g], 1, pair.delta))
     if mech.calibration == "ledger" and level == "gradient-release":
-        return claimed_epsilon_of_share(batch.rho, release_rho_share(mech, level, pair.D.n), pair.delta)
+        return claimed_epsilon_of_share(batch.rho, release_rho_share(mech, level, pair.D.n, pair.D.d), pair.delta)
     index = {"gradient-release": 0, "trace-release": 1, "curvature-release": 0}[level]
     entry = batch.ledgers[0].entries[index]
     return claimed_epsilon_of_share(batch.rho, entry.rho / batch.rho, pair.delta)

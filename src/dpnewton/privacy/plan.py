@@ -1,7 +1,7 @@
 """Privacy plans: what a run releases, with which sensitivity and which share of rho, stated as data.
 
-A plan is a pure function of an algorithm's configuration and of (n, T, rho), fixed before any data
-is read (docs/algorithms.md §6.2). The run charges every release through its plan
+A plan is a pure function of an algorithm's configuration and of (n, d, T, rho), fixed before any
+data is read (docs/algorithms.md §6.2). The run charges every release through its plan
 (:meth:`PrivacyPlan.charge`), so its ledger holds exactly the plan's releases; the privacy audit
 reads the rho of the release it attacks from the plan, and the report prints the plans. A release
 whose sensitivity depends on earlier released values (the double-noise direction: ||g~||/(4 n
