@@ -142,3 +142,19 @@ def test_tuning_budget_counts_the_paper_configurations():
     text = " ".join(_tuning_budget(tuning_budget(paper, "bs16")))
     assert "setting a-tuned picks the best of dp-gd 2, dp-gd-oracle 1, hess-clip 1" in text
     assert _tuning_budget({}) == []
+
+
+def test_privacy_plans_of_the_declared_configurations():
+    from dpnewton.pipeline.claims.report import _plans_section
+    from dpnewton.pipeline.claims.tables import privacy_plans
+
+    variants = {"hess-clip-v1": {"algorithm": "hess-clip", "hyper": {"constants": "v1"}},
+                "precond-dp-gd": {"algorithm": "precond-dp-gd", "hyper": {}},
+                "aop": {"algorithm": "aop", "hyper": {}}}
+    p = privacy_plans(variants)
+    shares = dict(zip(zip(p["configuration"], p["quantity"]), p["share_of_rho"]))
+    assert shares == pytest.approx({("hess-clip-v1", "gradient"): 0.75, ("hess-clip-v1", "trace"): 0.025,
+                                    ("hess-clip-v1", "direction"): 0.225, ("precond-dp-gd", "curvature"): 0.1,
+                                    ("precond-dp-gd", "gradient"): 0.9})
+    text = "\n".join(_plans_section(p))
+    assert "| precond-dp-gd | curvature | 0.1 | t = 0 |" in text and "aop |" not in text

@@ -17,7 +17,7 @@ from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .evaluation import evaluate
 from .paper import PAPER_TABLE1, paper_claim
-from .tables import CODE_COLUMNS, accounting_share
+from .tables import CODE_COLUMNS, accounting_share, privacy_plans
 from .tuning_tracks import tracks_comparison, tracks_section
 from .verdict import format_number as _fmt
 
@@ -191,6 +191,20 @@ def _tuning_section(cfg: pd.DataFrame, variants: dict, budget: dict | None = Non
     return L
 
 
+def _plans_section(plans: pd.DataFrame) -> list[str]:
+    """The privacy plans of the declared configurations (:func:`~.tables.privacy_plans`)."""
+    if not len(plans):
+        return []
+    L = ["", "## Privacy plans", "",
+         "What every declared zCDP configuration releases: its share of the run's rho (summed over the run, the "
+         "same for every T), when, and the L2 sensitivity (docs/algorithms.md §6). The runs charge their ledgers "
+         "through these plans; AOP, objpert and the minibatch methods are calibrated to (epsilon, delta) instead.",
+         "", "| configuration | quantity | share of rho | released | sensitivity |", "|---|---|---|---|---|"]
+    for r in plans.itertuples():
+        L.append(f"| {r.configuration} | {r.quantity} | {r.share_of_rho:.4g} | {r.when} | {r.sensitivity} |")
+    return L
+
+
 def _divergence_section(dv: pd.DataFrame, baseline: pd.DataFrame) -> list[str]:
     if not len(dv):
         return []
@@ -321,6 +335,7 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += _verdict_sections(verdicts, extra)
     L += _table1_section(extra["table1"])
     L += _tuning_section(extra["configurations"], p.get("variants") or {}, extra.get("tuning_budget"))
+    L += _plans_section(privacy_plans(p.get("variants") or {}))
     L += _divergence_section(extra["divergence"], baseline)
     L += _robustness_section(extra["robustness"])
     L += _code_versions_section(extra.get("code_versions"))

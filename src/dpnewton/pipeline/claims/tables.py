@@ -103,3 +103,21 @@ def accounting_share(paper: float, a: float, b: float) -> float:
     if not all(math.isfinite(x) and x > 0 for x in (paper, a, b)) or math.isclose(a, paper):
         return float("nan")
     return (math.log(a) - math.log(b)) / (math.log(a) - math.log(paper))
+
+
+def privacy_plans(variants: dict) -> pd.DataFrame:
+    """The privacy plan (:mod:`dpnewton.privacy.plan`) of every declared configuration that has one:
+    per released quantity, its share of the run's rho (summed over the run; the same for every T),
+    when it is released, and its sensitivity. ``variants``: configuration -> {algorithm, hyper}."""
+    from ...algorithms import ALGORITHMS
+
+    rows = []
+    for name, v in variants.items():
+        spec = ALGORITHMS.get(v["algorithm"])
+        if spec is None or spec.plan is None:
+            continue
+        plan = spec.plan(v["hyper"], 1000, 10, 8, 1.0)
+        for r in plan.releases:
+            rows.append({"configuration": name, "algorithm": v["algorithm"], "quantity": r.quantity,
+                         "share_of_rho": r.rho * r.count, "when": r.when, "sensitivity": r.sensitivity_rule})
+    return pd.DataFrame(rows, columns=["configuration", "algorithm", "quantity", "share_of_rho", "when", "sensitivity"])
