@@ -54,7 +54,7 @@ def test_two_mechanisms_share_scale_with_grad_frac_ratio():
     assert cal.accountant_epsilon <= 1.0 and 1.0 - cal.accountant_epsilon <= 1e-6
     assert math.isclose(_dp_accounting_epsilon([(0.25, z_g), (0.15, z_h)], 4, 1e-5),
                         cal.accountant_epsilon, rel_tol=1e-9)
-    event = cal.as_event("test", ("grad", "dir")).as_dict()
+    event = acc.calibration_event(cal, "test", ("grad", "dir")).as_dict()
     for key in ("q_grad", "q_dir", "noise_multiplier_grad", "noise_multiplier_dir", "steps",
                 "accountant_epsilon", "target_epsilon", "delta", "orders", "accountant"):
         assert key in event

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..loss import LogisticProblem
-from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms
+from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms, calibration_event
 from .base import RunContext, RunResult, iterate_single
 from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
 
@@ -106,7 +106,7 @@ def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdCon
         if cfg.noise_multiplier is None:
             cal = calibrate_poisson_gaussian(q, ctx.iterations, ctx.epsilon, ctx.delta)
             z = cal.multipliers[0]
-            ctx.ledger.charge_event(cal.as_event("poisson-subsampled gaussian (gradient sum)", ("grad",)))
+            ctx.ledger.charge_event(calibration_event(cal, "poisson-subsampled gaussian (gradient sum)", ("grad",)))
         else:
             z = float(cfg.noise_multiplier)
             if not z >= 0:
@@ -186,8 +186,9 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
             cal = calibrate_two_mechanisms(b_g / n, b_h / n, ctx.iterations, ctx.epsilon, ctx.delta,
                                            cfg.grad_frac)
             z_g, z_h = cal.multipliers
-            ctx.ledger.charge_event(cal.as_event("poisson-subsampled gaussian x2 (gradient sum, Newton direction)",
-                                                 ("grad", "dir"), grad_frac=cfg.grad_frac))
+            ctx.ledger.charge_event(calibration_event(
+                cal, "poisson-subsampled gaussian x2 (gradient sum, Newton direction)", ("grad", "dir"),
+                grad_frac=cfg.grad_frac))
         else:
             z_g, z_h = (float(v) for v in cfg.noise_multipliers)
             ctx.ledger.mark_nonprivate(f"noise multipliers fixed by hand to {(z_g, z_h)!r} (not calibrated)")

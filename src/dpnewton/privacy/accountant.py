@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from .ledger import SubsampledGaussianEvent
+from .ledger import Calibration, SubsampledGaussianEvent
 
 
 ACCOUNTANT = "rdp"
@@ -231,28 +231,12 @@ def accountant_epsilon(qs, multipliers, steps: int, delta: float, orders=None) -
     return composed_epsilon(mech, steps, delta, orders)[0]
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """Noise multipliers that make ``steps`` rounds of the mechanisms (epsilon, delta)-DP."""
-
-    qs: tuple[float, ...]
-    multipliers: tuple[float, ...]
-    steps: int
-    target_epsilon: float
-    delta: float
-    accountant_epsilon: float
-    optimal_order: float
-    weights: tuple[float, ...]
-    order_at_grid_edge: bool
-
-    def as_event(self, mechanism: str, names: tuple[str, ...], **extra) -> SubsampledGaussianEvent:
-        """The ledger event of this calibration; ``names`` label the mechanisms (q_<name>, ...),
-        ``extra`` adds recorded keys (e.g. ``grad_frac``)."""
-        return SubsampledGaussianEvent(
-            mechanism, tuple(names), self.qs, self.multipliers, self.steps, self.target_epsilon,
-            self.delta, self.accountant_epsilon, self.optimal_order, self.order_at_grid_edge,
-            f"{len(DEFAULT_ORDERS)} orders in [{DEFAULT_ORDERS.min():.3g}, "
-            f"{DEFAULT_ORDERS.max():.3g}] (dense grid)", ACCOUNTANT, tuple(extra.items()))
+def calibration_event(cal: Calibration, mechanism: str, names: tuple[str, ...], **extra) -> SubsampledGaussianEvent:
+    """The ledger event of a calibration; ``names`` label the mechanisms (q_<name>, ...), ``extra``
+    adds recorded keys (e.g. ``grad_frac``)."""
+    return SubsampledGaussianEvent(mechanism, tuple(names), cal,
+                                   f"{len(DEFAULT_ORDERS)} orders in [{DEFAULT_ORDERS.min():.3g}, "
+                                   f"{DEFAULT_ORDERS.max():.3g}] (dense grid)", ACCOUNTANT, tuple(extra.items()))
 
 
 @functools.lru_cache(maxsize=256)
@@ -315,6 +299,6 @@ def calibrate_two_mechanisms(q_grad: float, q_dir: float, steps: int, epsilon: f
     return calibrate_noise_multipliers((q_grad, q_dir), split_weights(grad_frac), steps, epsilon, delta)
 
 
-__all__ = ["DEFAULT_ORDERS", "Calibration", "accountant_epsilon", "calibrate_noise_multipliers",
+__all__ = ["DEFAULT_ORDERS", "Calibration", "accountant_epsilon", "calibration_event", "calibrate_noise_multipliers",
            "calibrate_poisson_gaussian", "calibrate_two_mechanisms", "composed_epsilon",
            "poisson_gaussian_rdp", "split_weights"]

@@ -47,37 +47,48 @@ class LedgerEntry:
 
 
 @dataclass(frozen=True)
-class SubsampledGaussianEvent:
-    """Calibration of ``steps`` rounds of Poisson-subsampled Gaussian releases, one per name:
-    release k has sampling rate ``qs[k]`` and noise multiplier ``noise_multipliers[k]`` (noise std /
-    L2 sensitivity), calibrated by the RDP accountant (:mod:`dpnewton.privacy.accountant`) so that
-    ``accountant_epsilon`` <= ``target_epsilon`` at ``delta``. ``extra``: further (key, value)
-    pairs of the record (e.g. the minibatch Newton's ``grad_frac``)."""
+class Calibration:
+    """Noise multipliers that make ``steps`` rounds of Poisson-subsampled Gaussian releases
+    (epsilon, delta)-DP: release k has sampling rate ``qs[k]`` and noise multiplier
+    ``multipliers[k]`` (noise std / L2 sensitivity), found by the RDP accountant
+    (:mod:`dpnewton.privacy.accountant`) so that ``accountant_epsilon`` <= ``target_epsilon`` at ``delta``."""
 
-    mechanism: str
-    names: tuple[str, ...]
     qs: tuple[float, ...]
-    noise_multipliers: tuple[float, ...]
+    multipliers: tuple[float, ...]
     steps: int
     target_epsilon: float
     delta: float
     accountant_epsilon: float
     optimal_order: float
+    weights: tuple[float, ...]
     order_at_grid_edge: bool
+
+
+@dataclass(frozen=True)
+class SubsampledGaussianEvent:
+    """A :class:`Calibration` as a ledger event, one name per release (q_<name>, noise_multiplier_<name>
+    in the record). ``extra``: further (key, value) pairs of the record (e.g. the minibatch Newton's
+    ``grad_frac``)."""
+
+    mechanism: str
+    names: tuple[str, ...]
+    calibration: Calibration
     orders: str                       # description of the order grid
     accountant: str = "rdp"
     extra: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self):
-        if not len(self.names) == len(self.qs) == len(self.noise_multipliers) >= 1:
-            raise ValueError("names, qs and noise_multipliers must be non-empty and of equal length")
+        c = self.calibration
+        if not len(self.names) == len(c.qs) == len(c.multipliers) >= 1:
+            raise ValueError("names, qs and noise multipliers must be non-empty and of equal length")
 
     def as_dict(self) -> dict:
+        c = self.calibration
         out = {"mechanism": self.mechanism, "accountant": self.accountant, "orders": self.orders,
-               "steps": self.steps, "target_epsilon": self.target_epsilon, "delta": self.delta,
-               "accountant_epsilon": self.accountant_epsilon, "optimal_order": self.optimal_order,
-               "order_at_grid_edge": self.order_at_grid_edge}
-        for name, q, z in zip(self.names, self.qs, self.noise_multipliers):
+               "steps": c.steps, "target_epsilon": c.target_epsilon, "delta": c.delta,
+               "accountant_epsilon": c.accountant_epsilon, "optimal_order": c.optimal_order,
+               "order_at_grid_edge": c.order_at_grid_edge}
+        for name, q, z in zip(self.names, c.qs, c.multipliers):
             out[f"q_{name}"] = q
             out[f"noise_multiplier_{name}"] = z
         out.update(self.extra)
@@ -90,8 +101,8 @@ class SubsampledGaussianEvent:
 
         step = dp_accounting.ComposedDpEvent([
             dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z))
-            for q, z in zip(self.qs, self.noise_multipliers)])
-        return dp_accounting.SelfComposedDpEvent(step, int(self.steps))
+            for q, z in zip(self.calibration.qs, self.calibration.multipliers)])
+        return dp_accounting.SelfComposedDpEvent(step, int(self.calibration.steps))
 
 
 @dataclass(frozen=True)
@@ -235,9 +246,10 @@ def _accountant_dp_event(event: dict):
     names = tuple(k[len("q_"):] for k in event if k.startswith("q_"))
     if not names or any(f"noise_multiplier_{name}" not in event for name in names):
         return None
-    return SubsampledGaussianEvent(
-        str(event.get("mechanism", "")), names, tuple(event[f"q_{k}"] for k in names),
-        tuple(event[f"noise_multiplier_{k}"] for k in names), int(event["steps"]),
-        event.get("target_epsilon", math.nan), event.get("delta", math.nan),
-        event.get("accountant_epsilon", math.nan), event.get("optimal_order", math.nan),
-        bool(event.get("order_at_grid_edge", False)), str(event.get("orders", ""))).dp_event()
+    calibration = Calibration(
+        tuple(event[f"q_{k}"] for k in names), tuple(event[f"noise_multiplier_{k}"] for k in names),
+        int(event["steps"]), event.get("target_epsilon", math.nan), event.get("delta", math.nan),
+        event.get("accountant_epsilon", math.nan), event.get("optimal_order", math.nan), (),
+        bool(event.get("order_at_grid_edge", False)))
+    return SubsampledGaussianEvent(str(event.get("mechanism", "")), names, calibration,
+                                   str(event.get("orders", ""))).dp_event()
