@@ -412,8 +412,11 @@ def test_private_select_k_distribution_follows_theorem(toy_problem, monkeypatch)
 
 
 def test_private_select_refuses_unsupported(toy_problem):
-    for method in ("dp-sgd", "aop", "minibatch-hess-clip", "dp-gd-oracle", "damped-newton"):
-        with pytest.raises(ValueError, match="method"):
+    for method in ("dp-sgd", "aop", "objpert", "minibatch-hess-clip"):
+        with pytest.raises(ValueError, match="calibrated to \\(epsilon, delta\\)"):
+            private_select(toy_problem, method, GRID, 1.0, 1e-5, seed=0)
+    for method in ("dp-gd-oracle", "damped-newton"):
+        with pytest.raises(ValueError, match="non-private part"):
             private_select(toy_problem, method, GRID, 1.0, 1e-5, seed=0)
     with pytest.raises(ValueError, match="score_frac"):
         private_select(toy_problem, "dp-gd", GRID, 1.0, 1e-5, seed=0, score_frac=1.0)

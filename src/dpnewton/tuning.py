@@ -44,9 +44,6 @@ from .seeding import RunIdentity, validate_seed
 DEFAULT_SCORE_FRAC = 0.1
 DEFAULT_SCORE_CLIP = 1.0
 CONVERSION_LABEL = "private-selection"
-#: methods whose privacy is not a zCDP ledger at the run's rho (accountant-calibrated to epsilon,
-#: or AOP's own (epsilon, delta)); methods with a non-private part are refused through their spec
-UNSUPPORTED = ("dp-sgd", "aop")
 
 
 def expand_grid(grid) -> tuple[tuple[int, dict], ...]:
@@ -69,10 +66,13 @@ def expand_grid(grid) -> tuple[tuple[int, dict], ...]:
 
 
 def check_method(method: str):
+    """The spec of ``method`` if it can be a candidate: a zCDP method with a privacy plan (so not the
+    methods calibrated to (epsilon, delta) by an accountant or their own analysis: dp-sgd, minibatch-*,
+    aop, objpert) and with no non-private part."""
     spec = get_algorithm(method)
-    if method in UNSUPPORTED or method.startswith("minibatch-"):
-        raise ValueError(f"method={method!r} is calibrated to (epsilon, delta) by its own accountant, not to "
-                         "a zCDP rho; private selection needs a full-batch zCDP method")
+    if spec.plan is None:
+        raise ValueError(f"method={method!r} is calibrated to (epsilon, delta) by its own accountant or analysis, "
+                         "not to a zCDP rho; private selection needs a full-batch zCDP method")
     if spec.nonprivate:
         raise ValueError(f"method={method!r} has a non-private part ({spec.nonprivate}); it cannot be a "
                          "candidate of a private selection")

@@ -40,9 +40,6 @@ EIGH_PER_D2_OVER_N = 2.166
 #: DP-GD-Oracle's Armijo scan (t = 100 x 0.95^k down to 1e-6: ~360 candidates) found by bisection: about
 #: log2(360) ~ 9 loss evaluations per step, each the margins Z w (half a gradient pass)
 ORACLE_LOSS_EVALS = 9
-#: cubic-newton's inner solver: at most max_inner (default 500) d x d model-gradient products per
-#: outer step, each about d / n of a gradient pass (an upper bound: N can be smaller)
-CUBIC_MAX_INNER = 500
 
 DOUBLE_NOISE = ("hess-clip", "hess-add", "qu-clip", "qu-add")
 MINIBATCH_DOUBLE_NOISE = tuple(f"minibatch-{b}" for b in DOUBLE_NOISE)
@@ -51,7 +48,8 @@ MINIBATCH_DOUBLE_NOISE = tuple(f"minibatch-{b}" for b in DOUBLE_NOISE)
 #: non-private step (excluded from the winner), one-shot methods (no iteration budget; excluded)
 ROLES = {**{b: "second-order" for b in DOUBLE_NOISE + MINIBATCH_DOUBLE_NOISE + ("cubic-newton",)},
          "dp-gd": "first-order", "dp-sgd": "first-order", "precond-dp-gd": "first-order",
-         "dp-gd-oracle": "non-private step", "damped-newton": "non-private step", "aop": "one-shot"}
+         "dp-gd-oracle": "non-private step", "damped-newton": "non-private step", "aop": "one-shot",
+         "objpert": "one-shot"}
 MEASURES = ("runtime_s", "passes")
 N_BUDGETS = 13
 LONG_COLUMNS = ["dataset", "conversion", "epsilon", "measure", "budget_index", "budget", "method", "role",
@@ -83,11 +81,13 @@ def _hyper(h) -> dict:
     return {}
 
 
-def _batch_fraction(hyper: dict, n: int, key: str) -> float:
+def _batch_fraction(hyper: dict, n: int, key: str, config) -> float:
+    """Expected batch / n of ``hyper[key]`` (or ``batch_size``), else ``batch_frac`` (default: the
+    algorithm's ``config`` dataclass's)."""
     b = hyper.get(key, hyper.get("batch_size"))
     if b is not None:
         return min(1.0, float(b) / n)
-    return float(hyper.get("batch_frac", 0.1))
+    return float(hyper.get("batch_frac", config.batch_frac))
 
 
 def pass_equivalents(algorithm: str, n: int, d: int, hyper: dict | None = None) -> tuple[float, float]:
@@ -98,7 +98,7 @@ def pass_equivalents(algorithm: str, n: int, d: int, hyper: dict | None = None) 
     Z^T diag(c) Z = G = GRAM_PER_D x d; a d x d eigendecomposition E = EIGH_PER_D2_OVER_N x d^2 / n
     (constants measured in benchmarks/pass_costs.py). Per update:
 
-    * ``dp-gd``: 1. ``dp-sgd``: q (expected batch / n, default 0.1).
+    * ``dp-gd``: 1. ``dp-sgd``: q (expected batch / n, default ``batch_frac``).
     * double noise (``hess-*``, ``qu-*``): the fused pass (gradient + SOI Gram) + the eigh of the
       modified Newton direction: 1 + G + E.
     * ``minibatch-*``: q_g + q_h G + E.
@@ -106,25 +106,30 @@ def pass_equivalents(algorithm: str, n: int, d: int, hyper: dict | None = None) 
       the eigh of B (1 + G + E); with ``refresh`` = k, each update adds (G + E)/k (amortised).
     * ``dp-gd-oracle`` (non-private line search): 1 + ORACLE_LOSS_EVALS x 0.5 (loss evaluations).
     * ``damped-newton``: 1 + G + 2E (eigenvalue clip, and the exact Newton solve of its step size).
-    * ``cubic-newton``: 1 + G + CUBIC_MAX_INNER x d / n (upper bound of its inner solver).
+    * ``cubic-newton``: 1 + G + max_inner x d / n: its inner solver makes at most ``max_inner`` d x d
+      model-gradient products per outer step, each about d / n of a gradient pass (an upper bound).
     * ``aop`` and unknown algorithms: (NaN, NaN) (one solve to a tolerance, no pass count).
 
     An estimate, not a measurement: BLAS efficiency depends on the shape, and the library's fused
     pass can be cheaper than a separate gradient and Gram pass.
     """
+    from ..algorithms.cubic_newton import CubicNewtonConfig
+    from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig
+
     h = hyper or {}
     G = GRAM_PER_D * d
     E = EIGH_PER_D2_OVER_N * d * d / n
     if algorithm == "dp-gd":
         return 1.0, 1.0
     if algorithm == "dp-sgd":
-        q = _batch_fraction(h, n, "batch_size")
+        q = _batch_fraction(h, n, "batch_size", SgdConfig)
         return q, q
     if algorithm in DOUBLE_NOISE:
         c = 1.0 + G + E
         return c, c
     if algorithm in MINIBATCH_DOUBLE_NOISE:
-        c = _batch_fraction(h, n, "batch_grad") + _batch_fraction(h, n, "batch_hess") * G + E
+        c = (_batch_fraction(h, n, "batch_grad", MinibatchNewtonConfig)
+             + _batch_fraction(h, n, "batch_hess", MinibatchNewtonConfig) * G + E)
         return c, c
     if algorithm == "precond-dp-gd":
         k = int(h.get("refresh", 0) or 0)
@@ -137,7 +142,7 @@ def pass_equivalents(algorithm: str, n: int, d: int, hyper: dict | None = None) 
         c = 1.0 + G + 2.0 * E
         return c, c
     if algorithm == "cubic-newton":
-        c = 1.0 + G + int(h.get("max_inner", CUBIC_MAX_INNER)) * d / n
+        c = 1.0 + G + int(h.get("max_inner", CubicNewtonConfig.max_inner)) * d / n
         return c, c
     return float("nan"), float("nan")
 
