@@ -29,6 +29,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..algorithms.cubic_newton import CubicNewtonConfig
+from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig
 from .timing import lone_runtime
 
 #: measured in benchmarks/pass_costs.py (benchmarks/results/pass_costs.md; numpy 2.4 / OpenBLAS 0.3.30,
