@@ -115,9 +115,6 @@ def pass_equivalents(algorithm: str, n: int, d: int, hyper: dict | None = None) 
     An estimate, not a measurement: BLAS efficiency depends on the shape, and the library's fused
     pass can be cheaper than a separate gradient and Gram pass.
     """
-    from ..algorithms.cubic_newton import CubicNewtonConfig
-    from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig
-
     h = hyper or {}
     G = GRAM_PER_D * d
     E = EIGH_PER_D2_OVER_N * d * d / n
