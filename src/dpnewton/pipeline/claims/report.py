@@ -191,18 +191,21 @@ def _tuning_section(cfg: pd.DataFrame, variants: dict, budget: dict | None = Non
     return L
 
 
+def _md_table(header: list[str], rows) -> list[str]:
+    """A Markdown table: the header line, its rule, one line per row (cells already formatted)."""
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
 def _plans_section(plans: pd.DataFrame) -> list[str]:
     """The privacy plans of the declared configurations (:func:`~.tables.privacy_plans`)."""
-    if not len(plans):
-        return []
-    L = ["", "## Privacy plans", "",
-         "What every declared zCDP configuration releases: its share of the run's rho (summed over the run, the "
-         "same for every T), when, and the L2 sensitivity (docs/algorithms.md §6). The runs charge their ledgers "
-         "through these plans; AOP, objpert and the minibatch methods are calibrated to (epsilon, delta) instead.",
-         "", "| configuration | quantity | share of rho | released | sensitivity |", "|---|---|---|---|---|"]
-    for r in plans.itertuples():
-        L.append(f"| {r.configuration} | {r.quantity} | {r.share_of_rho:.4g} | {r.when} | {r.sensitivity} |")
-    return L
+    intro = ("What every declared zCDP configuration releases: its share of the run's rho (summed over the run, "
+             "the same for every T), when, and the L2 sensitivity (docs/algorithms.md §6). The runs charge their "
+             "ledgers through these plans; AOP, objpert and the minibatch methods are calibrated to (epsilon, "
+             "delta) instead.")
+    rows = [[r.configuration, r.quantity, f"{r.share_of_rho:.4g}", r.when, r.sensitivity] for r in plans.itertuples()]
+    table = _md_table(["configuration", "quantity", "share of rho", "released", "sensitivity"], rows)
+    return ["", "## Privacy plans", "", intro, "", *table] if rows else []
 
 
 def _divergence_section(dv: pd.DataFrame, baseline: pd.DataFrame) -> list[str]:
