@@ -24,6 +24,7 @@ import scipy
 from scipy import optimize
 
 from dpnewton.algorithms.aop import aop_parameters
+from dpnewton.algorithms.objpert import objpert_parameters
 from dpnewton.algorithms.cubic_newton import lipschitz_constants
 from dpnewton.audit import BROKEN_VARIANTS, audit_mechanism, default_mechanisms, epsilon_lower_bound, find_mechanism
 from dpnewton.audit.bounds import gaussian_epsilon_at_delta
@@ -105,6 +106,7 @@ def write_doc(rows: list[dict], args, total_seconds: float) -> bool:
     first = rows[0]
     broken_variants = BROKEN_VARIANTS[1:]
     aop = _aop_power(args.epsilon, args.n)
+    objp = objpert_parameters(args.epsilon, 1.0 / args.n**2, args.n)
     cubic_d = find_mechanism("cubic-newton").hyper["diameter"]
     cubic, cubic_default = _cubic_power(args.epsilon, args.n, cubic_d), _cubic_power(args.epsilon, args.n, 10.0)
     dp_gd_mu = math.sqrt(2.0 * epsilon_to_rho(args.epsilon, 1.0 / args.n**2, "gdp")) * args.n / (args.n + 1)
@@ -321,6 +323,17 @@ def write_doc(rows: list[dict], args, total_seconds: float) -> bool:
         f"{aop['sd_theta']:.2f} and the canary's shift {aop['shift_theta']:.3f} (mu {aop['none']['mu_output']:.2f} "
         f"correct, {aop['tenth-noise']['mu_output']:.2f} tenth-noise). AOP's calibration formulas are also "
         "checked in tests/test_aop.py.",
+        f"* objpert (docs/algorithms.md §15; `objective-release` = theta^ = output - sigma_out xi_out, rebuilt and "
+        f"checked against the tolerance {objp['gamma']:g}; claim eps_obj = {part('objpert', 'objective-release')}): "
+        f"correct {lb('objpert', 'objective-release')}, half-noise {lb('objpert', 'objective-release', 'half-noise')}, "
+        f"wrong-sensitivity {lb('objpert', 'objective-release', 'wrong-sensitivity')}, tenth-noise "
+        f"{lb('objpert', 'objective-release', 'tenth-noise')}; `output` {lb('objpert', 'output')} / "
+        f"{lb('objpert', 'output', 'half-noise')} / {lb('objpert', 'output', 'wrong-sensitivity')} / "
+        f"{lb('objpert', 'output', 'tenth-noise')}. Unlike AOP the audit has power: the Lambda rule gives Lambda = "
+        f"{objp['Lambda']:.2f} (sum form; eps0 = log(1 + beta/Lambda) = {objp['eps0']:.2f}) and sigma = "
+        f"{objp['sigma']:.2f} (mu = L/sigma = {objp['mu_obj']:.2f}), so half the noise is a real violation of "
+        "the claim, and the output noise is negligible (sigma_out = "
+        f"{objp['sigma_out']:.1e}: Delta_out = (2n + 1) gamma/Lambda), so `output` sees theta^ almost as it is.",
         f"* Cubic Newton (T = 1, max_inner 20, ball diameter D = {cubic_d:g}): `inner-releases` correct "
         f"{lb('cubic-newton', 'inner-releases')}, half-noise {lb('cubic-newton', 'inner-releases', 'half-noise')}, "
         f"wrong-sensitivity {lb('cubic-newton', 'inner-releases', 'wrong-sensitivity')}, tenth-noise "
