@@ -28,7 +28,9 @@ from .precond import PrecondConfig, precond_plan, run_precond_dp_gd
 
 
 def build_config(cls, hyper: dict, fixed: dict | None = None):
-    """cls(**fixed, **hyper) with a clear error for unknown or conflicting keys."""
+    """cls(**fixed, **hyper).validated(), with a clear error for unknown or conflicting keys. Every
+    algorithm's configuration class has ``validated()``: it raises ValueError naming a bad value and
+    returns the configuration with its defaults resolved (the run functions call it too)."""
     fixed = fixed or {}
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(hyper) - names)
@@ -37,7 +39,7 @@ def build_config(cls, hyper: dict, fixed: dict | None = None):
     clash = sorted(set(hyper) & set(fixed))
     if clash:
         raise ValueError(f"hyper-parameter(s) {clash} are fixed by the algorithm name")
-    return cls(**fixed, **hyper)
+    return cls(**fixed, **hyper).validated()
 
 
 @dataclass(frozen=True)

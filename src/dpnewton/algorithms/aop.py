@@ -66,6 +66,9 @@ MAX_NEWTON_ITERATIONS = 100
 class AopConfig:
     """AOP has no hyper-parameters (the registry builds and validates an empty config)."""
 
+    def validated(self) -> "AopConfig":
+        return self
+
 
 def aop_parameters(epsilon: float, delta: float, n: int, gamma: float) -> dict:
     """The (epsilon, delta) split and noise scales of AOP for solver tolerance ``gamma``."""

@@ -82,7 +82,7 @@ class CubicNewtonConfig:
     record_releases: bool = False  # True: keep the inner releases in diagnostics["inner_releases"]
     #                                (testing / privacy audit only; changes no number or random draw)
 
-    def checked(self) -> "CubicNewtonConfig":
+    def validated(self) -> "CubicNewtonConfig":
         if not (isinstance(self.mu, (int, float)) and math.isfinite(self.mu) and self.mu > 0):
             raise ValueError(f"mu={self.mu!r} must be a finite number > 0")
         if not (isinstance(self.diameter, (int, float)) and math.isfinite(self.diameter) and self.diameter > 0):
@@ -207,7 +207,7 @@ def dp_cubic_solver(g: np.ndarray, H: np.ndarray, theta0: np.ndarray, N: int, mu
 def cubic_newton_plan(cfg: CubicNewtonConfig, n: int, d: int, T: int, rho: float) -> PrivacyPlan:
     """N = :func:`inner_steps` model-gradient releases per outer step, rho/(T N) each, sensitivity
     (L0 + L1 D)/n (docs/algorithms.md §5.3); none with ``noise=False`` (testing only, marked non-private)."""
-    cfg = cfg.checked()
+    cfg = cfg.validated()
     rho_t = rho / T
     N = inner_steps(rho_t, n, d, cfg.mu, cfg.diameter, cfg.max_inner)
     L0, L1, _ = lipschitz_constants(cfg.mu, cfg.diameter)
@@ -219,7 +219,7 @@ def cubic_newton_plan(cfg: CubicNewtonConfig, n: int, d: int, T: int, rho: float
 
 def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
                      cfg: CubicNewtonConfig = CubicNewtonConfig()) -> list[RunResult]:
-    cfg = cfg.checked()
+    cfg = cfg.validated()
     n, d, mu, D = problem.n, problem.d, cfg.mu, cfg.diameter
     R = D / 2.0
     L0, L1, L2 = lipschitz_constants(mu, D)

@@ -40,6 +40,14 @@ class DampedNewtonConfig:
     reset: bool = False
     average: str = "none"           # released model: "none" (w_T) | "uniform" | "tail" (base.average_window)
 
+    def validated(self) -> "DampedNewtonConfig":
+        if not 0 < self.grad_frac < 1:
+            raise ValueError(f"grad_frac={self.grad_frac!r} must lie in (0, 1)")
+        if self.step_rule not in ("damped", "line-search"):
+            raise ValueError(f"step_rule={self.step_rule!r} is unknown; choose 'damped' or 'line-search'")
+        check_average(self.average)
+        return self
+
 
 def damped_step(beta: float) -> float:
     """log(1 + beta)/beta, with its limit 1 at beta = 0 (the code divides by zero there)."""
@@ -50,6 +58,7 @@ def damped_newton_plan(cfg: DampedNewtonConfig, n: int, d: int, T: int, rho: flo
     """Per step, with rho_t = rho/T: the gradient (g_f rho_t, sensitivity 1/n) and the Hessian
     ((1 - g_f) rho_t, Frobenius sensitivity 1/(4n)) [docs/algorithms.md §4.1]. The damped step size
     is computed from the exact Hessian and gradient: not private, and marked so in the ledger."""
+    cfg = cfg.validated()
     rho_t = rho / T
     rho_g = cfg.grad_frac * rho_t
     rho_h = rho_t - rho_g
@@ -62,11 +71,7 @@ def damped_newton_plan(cfg: DampedNewtonConfig, n: int, d: int, T: int, rho: flo
 
 def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
                       cfg: DampedNewtonConfig = DampedNewtonConfig()) -> list[RunResult]:
-    if not 0 < cfg.grad_frac < 1:
-        raise ValueError(f"grad_frac={cfg.grad_frac!r} must lie in (0, 1)")
-    if cfg.step_rule not in ("damped", "line-search"):
-        raise ValueError(f"step_rule={cfg.step_rule!r} is unknown; choose 'damped' or 'line-search'")
-    check_average(cfg.average)
+    cfg = cfg.validated()
     n, d = problem.n, problem.d
     eye = np.eye(d)
     results = []

@@ -53,7 +53,7 @@ class DoubleNoiseConfig:
     reset: bool = False                  # the code's data-dependent explosion reset (not private)
     average: str = "none"                # released model: "none" (w_T) | "uniform" | "tail" (base.average_window)
 
-    def resolved(self) -> "DoubleNoiseConfig":
+    def validated(self) -> "DoubleNoiseConfig":
         if self.soi not in ("hessian", "qu"):
             raise ValueError(f"soi={self.soi!r} is unknown; choose 'hessian' or 'qu'")
         if self.modification not in MODIFICATIONS:
@@ -95,7 +95,7 @@ def double_noise_plan(cfg: DoubleNoiseConfig, n: int, d: int, T: int, rho: float
     """Per step, with rho_t = rho/T: the gradient (g_f rho_t, sensitivity 1/n), the trace of the SOI
     (adaptive lambda only: f_tr (1 - g_f) rho_t, sensitivity 1/(4n)) and the direction (the rest,
     sensitivity set at release time from the released ||g~|| and lambda) [docs/algorithms.md §2.3]."""
-    cfg = cfg.resolved()
+    cfg = cfg.validated()
     rho_t = rho / T
     rho_g = cfg.grad_frac * rho_t
     rho_h = rho_t - rho_g
@@ -114,7 +114,7 @@ def double_noise_plan(cfg: DoubleNoiseConfig, n: int, d: int, T: int, rho: float
 
 def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
                      cfg: DoubleNoiseConfig) -> list[RunResult]:
-    cfg = cfg.resolved()
+    cfg = cfg.validated()
     n, d = problem.n, problem.d
     if cfg.lambda_mode == "fixed" and cfg.modification == "clip" and cfg.lambda0 <= 1.0 / (4 * n):
         raise ValueError(f"lambda0={cfg.lambda0!r}: clip needs lambda0 > 1/(4n) = {1 / (4 * n):.3g}")

@@ -45,6 +45,12 @@ class GradientDescentConfig:
     reset: bool = False
     average: str = "none"         # released model: "none" (w_T) | "uniform" | "tail" (base.average_window)
 
+    def validated(self) -> "GradientDescentConfig":
+        if not self.step > 0:
+            raise ValueError(f"step={self.step!r} must be > 0")
+        check_average(self.average)
+        return self
+
 
 @dataclass(frozen=True)
 class OracleConfig:
@@ -52,6 +58,12 @@ class OracleConfig:
     reg: float = 1e-8
     reset: bool = False
     average: str = "none"         # as GradientDescentConfig.average
+
+    def validated(self) -> "OracleConfig":
+        if self.line_search not in ("armijo", "exact"):
+            raise ValueError(f"line_search={self.line_search!r} is unknown; choose 'armijo' or 'exact'")
+        check_average(self.average)
+        return self
 
 
 GRADIENT_SENSITIVITY = "1/n: the mean of per-row gradients sigma(-m_i) z_i of norm <= 1 (§6.1)"
@@ -80,9 +92,7 @@ def _noisy_gradients(G: np.ndarray, contexts: list[RunContext], plans: dict[int,
 
 def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
               cfg: GradientDescentConfig = GradientDescentConfig()) -> list[RunResult]:
-    if not cfg.step > 0:
-        raise ValueError(f"step={cfg.step!r} must be > 0")
-    check_average(cfg.average)
+    cfg = cfg.validated()
     plans = {id(c): gradient_plan(cfg, problem.n, problem.d, c.iterations, c.rho) for c in contexts}
 
     def step(W, M, G, ctxs, t):
@@ -100,9 +110,7 @@ def exact_step(phi) -> float:
 
 def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
                      cfg: OracleConfig = OracleConfig()) -> list[RunResult]:
-    if cfg.line_search not in ("armijo", "exact"):
-        raise ValueError(f"line_search={cfg.line_search!r} is unknown; choose 'armijo' or 'exact'")
-    check_average(cfg.average)
+    cfg = cfg.validated()
     for ctx in contexts:
         ctx.ledger.mark_nonprivate(f"step size by {cfg.line_search} line search on the exact loss")
     reg = cfg.reg

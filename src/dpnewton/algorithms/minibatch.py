@@ -86,6 +86,11 @@ class SgdConfig:
     step: float = SGD_STEP
     noise_multiplier: float | None = None  # None: calibrated; a number bypasses the accountant
 
+    def validated(self) -> "SgdConfig":
+        if not self.step > 0:
+            raise ValueError(f"step={self.step!r} must be > 0")
+        return self
+
 
 def dp_sgd_step(problem: LogisticProblem, w: np.ndarray, rng: np.random.Generator,
                 b: float, z: float, step: float) -> np.ndarray:
@@ -96,10 +101,9 @@ def dp_sgd_step(problem: LogisticProblem, w: np.ndarray, rng: np.random.Generato
 
 
 def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdConfig = SgdConfig()) -> list[RunResult]:
+    cfg = cfg.validated()
     n = problem.n
     b = _expected_batch(cfg.batch_size, n, cfg.batch_frac, "batch_size")
-    if not cfg.step > 0:
-        raise ValueError(f"step={cfg.step!r} must be > 0")
     results = []
     for ctx in contexts:
         q = b / n
@@ -134,7 +138,7 @@ class MinibatchNewtonConfig:
     grad_frac: float = 0.7               # fixes z_h/z_g = sqrt(g_f/(1-g_f)) (see accountant)
     noise_multipliers: tuple | None = None  # (z_g, z_h) by hand: bypasses the accountant
 
-    def checked(self) -> "MinibatchNewtonConfig":
+    def validated(self) -> "MinibatchNewtonConfig":
         if self.soi not in ("hessian", "qu"):
             raise ValueError(f"soi={self.soi!r} is unknown; choose 'hessian' or 'qu'")
         if self.modification not in MODIFICATIONS:
@@ -176,7 +180,7 @@ def minibatch_newton_step(problem: LogisticProblem, w: np.ndarray, rng: np.rando
 
 def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
                          cfg: MinibatchNewtonConfig) -> list[RunResult]:
-    cfg = cfg.checked()
+    cfg = cfg.validated()
     n = problem.n
     b_g = _expected_batch(cfg.batch_grad, n, cfg.batch_frac, "batch_grad")
     b_h = _expected_batch(cfg.batch_hess, n, cfg.batch_frac, "batch_hess")
