@@ -126,6 +126,7 @@ def test_schema_enums_are_the_registries():
 
 def test_figure_registry():
     assert FIGURES[:3] == ALWAYS and len(set(FIGURES)) == len(FIGURES)
+    # one wildcard rule makes every figure of the registry (tests/test_layout.py checks each figure
+    # against its wildcard, caption and tables)
     plots = (REPO / "workflow" / "rules" / "plots.smk").read_text()
-    for name in FIGURES:
-        assert f"rule {name}:" in plots
+    assert "rule figure:" in plots and not any(f"rule {name}:" in plots for name in FIGURES)
