@@ -32,8 +32,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..experiment import resolve_budget, run_at_rho
 from ..io import atomic_path
+from ..problems import load_split_from_prepared
+from ..tuning import private_select
 from .jobs import _flatten, checkpoint_dir, load_checkpoint, provenance, utc_timestamp
+from .plan import eps_label
 
 log = logging.getLogger("dpnewton.pipeline")
 
@@ -74,8 +78,6 @@ def fixed_iterations(spec: dict, n: int, d: int, rho: float) -> int:
 
 
 def _selection_unit(problem, spec: dict, rep: int) -> dict:
-    from ..tuning import private_select
-
     seed = repetition_seed(spec["track"], spec["method"], rep)
     configs = spec["configurations"]
     dist = dict(spec["distribution"])
@@ -110,8 +112,6 @@ def _selection_unit(problem, spec: dict, rep: int) -> dict:
 
 
 def _fixed_unit(problem, spec: dict, rep: int) -> dict:
-    from ..experiment import resolve_budget, run_at_rho
-
     seed = repetition_seed(spec["track"], spec["method"], rep)
     delta, rho = resolve_budget(float(spec["epsilon"]), spec["delta"], problem.n, spec["conversion"])
     T = fixed_iterations(spec, problem.n, problem.d, rho)
@@ -137,8 +137,6 @@ UNITS = {"private-selection": _selection_unit, "fixed-rule": _fixed_unit}
 def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path,
                   source_dir: str | Path | None = None) -> pd.DataFrame:
     """Run every repetition of one track job (``spec``: :func:`expand_tracks`), write its rows."""
-    from ..problems import load_split_from_prepared
-
     if spec["track"] not in UNITS:
         raise ValueError(f"track {spec['track']!r} is unknown; choose one of {list(UNITS)}")
     problem, _ = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"))
@@ -205,8 +203,6 @@ def expand_tracks(cfg: dict, plan) -> list[tuple[str, dict]]:
     """(output stem, job spec) of every track job of a filled config (``cfg['tracks']``; absent = none).
 
     ``plan``: the config's :class:`dpnewton.pipeline.config.Plan` (datasets, variants, epsilons)."""
-    from .config import eps_label
-
     entry = cfg.get("tracks")     # no schema default: absent = no tracks
     if not entry:
         return []

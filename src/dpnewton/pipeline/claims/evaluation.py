@@ -12,14 +12,15 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..frontier import dims_from_baseline
+from ...privacy import epsilon_to_rho
+from ..frontier import crossover, dims_from_baseline, to_long
 from ..timing import cost_lookup, runtime_column
 from .beyond import beyond_table
 from .cells import (SETTING_CONVERSION, SETTINGS, base_of, cell_row, is_paper_configuration, is_reset,
                     setting_cells)
 from .paper import PAPER_TABLE1, paper_claim
 from .rules import (verdict_best_loss, verdict_damped, verdict_fig1, verdict_oracle, verdict_qu, verdict_speedup,
-                    verdict_table1_cell)
+                    verdict_table1_cell, winner_by_budget)
 from .sensitivity import (continued_past_cap, scaled_costs, table1_cell_within_timing, with_cap_check,
                           with_timing_check)
 from .tables import code_versions, configurations, divergence_table, heldout_cells, split_seed_selection
@@ -27,8 +28,6 @@ from .verdict import NA, Verdict
 
 
 def official_rho(epsilon: float, delta: float) -> float:
-    from ...privacy import epsilon_to_rho
-
     return float(epsilon_to_rho(epsilon, delta, "official-fsolve"))
 
 
@@ -163,9 +162,6 @@ def budget_winner(frontier: pd.DataFrame, conversion: str) -> pd.DataFrame:
     """The "winner by compute budget" rows (not a claim of the paper): the crossover table
     (:func:`dpnewton.pipeline.frontier.crossover`) of the frontier table's ``conversion`` cells, with
     the text of :func:`~.rules.winner_by_budget`. Reads only the frontier table: no verdict uses it."""
-    from ..frontier import crossover, to_long
-    from .rules import winner_by_budget
-
     long = to_long(frontier)
     x = crossover(long[long["conversion"] == conversion])
     return x.assign(reading=[winner_by_budget(r) for _, r in x.iterrows()])

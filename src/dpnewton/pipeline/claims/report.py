@@ -13,9 +13,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from ...io import atomic_path, atomic_write_text
 from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
-from .evaluation import evaluate
+from .evaluation import budget_winner, evaluate
 from .paper import PAPER_TABLE1, paper_claim
 from .tables import CODE_COLUMNS, accounting_share, privacy_plans
 from .tuning_tracks import tracks_comparison, tracks_section
@@ -354,8 +355,6 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     """Rule ``claims``: the aggregate tables (``inputs``) -> ``claims.md`` and its CSVs (``outputs``).
     ``tracks``: the config's ``tracks`` section, when ``inputs['tracks']`` lists the track tables
     (private_selection, fixed_rule parquet files)."""
-    from ...io import atomic_path, atomic_write_text
-
     runs = pd.read_parquet(inputs["runs"])
     summary = pd.read_parquet(inputs["summary"])
     best = pd.read_parquet(inputs["best"])
@@ -364,8 +363,6 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     costs = pd.read_parquet(inputs["costs"])
     verdicts, extra = evaluate(runs, summary, best, baseline, curves, costs, claims)
     if inputs.get("frontier"):
-        from .evaluation import budget_winner
-
         extra["budget_winner"] = budget_winner(pd.read_parquet(inputs["frontier"]),
                                                claims["protocol_conversion"])
     if inputs.get("tracks"):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ...algorithms import ALGORITHMS
 from ..selection import best_t, mean_per_t
 from .cells import GROUP, base_of, is_reset
 
@@ -109,8 +110,6 @@ def privacy_plans(variants: dict) -> pd.DataFrame:
     """The privacy plan (:mod:`dpnewton.privacy.plan`) of every declared configuration that has one:
     per released quantity, its share of the run's rho (summed over the run; the same for every T),
     when it is released, and its sensitivity. ``variants``: configuration -> {algorithm, hyper}."""
-    from ...algorithms import ALGORITHMS
-
     rows = []
     for name, v in variants.items():
         spec = ALGORITHMS.get(v["algorithm"])
