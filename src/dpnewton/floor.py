@@ -49,6 +49,9 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from .experiment import DEFAULT_CONVERSION
+from .privacy import default_delta, epsilon_to_rho
+
 LABEL = "Gaussian ridge floor (local quadratic model), not a lower bound"
 SHORT_LABEL = "Gaussian ridge floor (local quadratic model)"
 #: eigenvalues at most this times the largest are rounding noise of the eigensolver: set to 0
@@ -176,8 +179,6 @@ def hessian_spectrum(problem) -> tuple[np.ndarray, np.ndarray]:
 
 def floor_record(l, b, n: int, loss_opt: float, epsilon: float, delta: float, conversion: str) -> dict:
     """One row of the floor table from a precomputed spectrum (see :func:`dataset_floor`)."""
-    from .privacy import epsilon_to_rho
-
     rho = float(epsilon_to_rho(float(epsilon), float(delta), conversion))
     F, lam = ridge_floor(l, b, rho, n)
     lc, bc = _clean(l, b)
@@ -195,9 +196,6 @@ def dataset_floor(problem, epsilon: float, delta: float | None = None, conversio
     defaults to n^-2. Returns a dict with ``ridge_floor`` (F*), ``ridge_lambda`` (lam*), ``rho``, the
     trivial w = 0 excess loss (ln 2 - loss*; and on the quadratic model), loss*, n, d, the label.
     ``spectrum`` = :func:`hessian_spectrum` (problem) reuses one eigendecomposition for many cells."""
-    from .experiment import DEFAULT_CONVERSION
-    from .privacy import default_delta
-
     conversion = conversion or DEFAULT_CONVERSION
     delta = default_delta(problem.n) if delta is None else float(delta)
     l, b = spectrum if spectrum is not None else hessian_spectrum(problem)
@@ -209,7 +207,7 @@ def floor_table(problems: dict, cells) -> "pd.DataFrame":  # noqa: F821
     """The floor of every (dataset, conversion, epsilon, delta) in ``cells`` (an iterable of tuples);
     ``problems`` maps a dataset name to its problem with the optimum attached (training split with a
     holdout). One eigendecomposition per dataset."""
-    import pandas as pd
+    import pandas as pd  # imported on use: pandas costs ~0.2 s at start-up (the CLI imports this module)
 
     spectra, rows = {}, []
     for ds, conv, eps, delta in cells:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .algorithms.optimum import find_optimum
+from .data import load_prepared, prepare
 from .holdout import heldout_metrics, holdout_fraction, holdout_label, split_problems
 from .io import atomic_write_json, atomic_write_npz
 from .loss import LogisticProblem
@@ -48,8 +49,6 @@ def compute_optimum(prepared: Path, out_npz: Path | None = None, out_json: Path 
     With a holdout the summary also holds ``holdout``, ``n_test`` (``n`` is the training rows) and
     w*'s ``train_accuracy``, ``test_accuracy`` and ``test_log_loss`` (:mod:`dpnewton.holdout`).
     """
-    from .data import load_prepared
-
     prepared = Path(prepared)
     fraction = holdout_fraction(holdout)
     default_npz, default_json = optimum_paths(prepared, fraction)
@@ -86,8 +85,6 @@ def load_split_from_prepared(prepared: Path, optimum: bool = True,
 
     A cached optimum is used only if it was computed from this prepared file (sha256) and split.
     """
-    from .data import load_prepared
-
     prepared = Path(prepared)
     fraction = holdout_fraction(holdout)
     data = load_prepared(prepared)
@@ -108,8 +105,6 @@ def load_split_from_prepared(prepared: Path, optimum: bool = True,
 def prepare_source(dataset: str | None = None, data_file: str | None = None, data_dir: str | None = None,
                    cache_dir: str = "resources/data", **options):
     """Prepare (or reuse) a named dataset or a user file: the :class:`dpnewton.data.PreparedDataset`."""
-    from .data import prepare
-
     if (dataset is None) == (data_file is None):
         raise ValueError("give exactly one of dataset=NAME or data_file=PATH")
     if data_file is not None:

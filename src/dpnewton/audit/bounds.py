@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ..privacy.conversions import _gdp_epsilon
+
 
 def clopper_pearson_upper(k, n, alpha: float = 0.05):
     """One-sided (1 - alpha) exact upper bound on a binomial proportion from k successes in n trials.
@@ -81,8 +83,6 @@ def epsilon_lower_bound(false_pos, n_neg: int, false_neg, n_pos: int, delta: flo
 
 def gaussian_epsilon_at_delta(mu: float, delta: float) -> float:
     """The exact epsilon(delta) of a mu-GDP mechanism (reference value for audits)."""
-    from ..privacy.conversions import _gdp_epsilon
-
     return _gdp_epsilon(mu * mu / 2.0, delta) if mu > 0 else 0.0
 
 

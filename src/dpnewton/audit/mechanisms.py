@@ -56,8 +56,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..algorithms import RunContext, get_algorithm
+from ..algorithms.minibatch import MinibatchNewtonConfig, _expected_batch
 from ..loss import LogisticProblem
 from ..privacy import epsilon_to_rho, rho_to_epsilon
+from ..privacy.accountant import accountant_epsilon, calibrate_two_mechanisms
 from ..seeding import RunIdentity
 from .releases import (_cubic_inner_releases, _first_curvature_release, _first_gradient_release,
                        _first_trace_release, _objective_release)
@@ -329,9 +331,6 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
     if level == "inner-releases":
         return claimed_epsilon_of_share(batch.rho, 1.0 / mech.iterations, pair.delta)
     if mech.calibration == "accountant":
-        from ..algorithms.minibatch import MinibatchNewtonConfig, _expected_batch
-        from ..privacy.accountant import accountant_epsilon, calibrate_two_mechanisms
-
         cfg = MinibatchNewtonConfig(**{k: v for k, v in mech.hyper.items()
                                        if k in ("batch_grad", "batch_hess", "batch_frac", "grad_frac")})
         n = pair.D.n

@@ -12,9 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..algorithms.aop import aop_objective
+from ..algorithms.cubic_newton import model_gradient
+from ..algorithms.minibatch import MinibatchNewtonConfig, _expected_batch, gradient_sum
+from ..algorithms.precond import bohning_bound
 from ..loss import LogisticProblem
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # type hints only: dpnewton.audit.mechanisms imports this module (cycle)
     from .mechanisms import AuditMechanism, CanaryPair
 
 
@@ -23,8 +27,6 @@ def _first_gradient_release(problem: LogisticProblem, pair: CanaryPair, mech: Au
     """<first released gradient, u> per trial, rebuilt from the recorded draws and noise scales."""
     out = np.empty(len(contexts))
     if mech.calibration == "accountant":   # minibatch Newton: (sum over the Poisson batch + z_g xi)/b_g
-        from ..algorithms.minibatch import MinibatchNewtonConfig, _expected_batch, gradient_sum
-
         cfg = MinibatchNewtonConfig(**{k: v for k, v in hyper.items()
                                        if k in ("batch_grad", "batch_hess", "batch_frac", "grad_frac")})
         b_g = _expected_batch(cfg.batch_grad, problem.n, cfg.batch_frac, "batch_grad")
@@ -66,8 +68,6 @@ def _cubic_inner_releases(pair: CanaryPair, mech: AuditMechanism, results) -> tu
     constant shift it is the Neyman-Pearson statistic of the whole step's N releases (composition of
     N Gaussians, each at rho~/N).
     """
-    from ..algorithms.cubic_newton import model_gradient
-
     if mech.iterations != 1:
         raise ValueError("the inner-release statistic covers T = 1 (one outer step)")
     first, total = np.empty(len(results)), np.empty(len(results))
@@ -97,8 +97,6 @@ def _objective_release(problem: LogisticProblem, pair: CanaryPair, contexts, W: 
     the broken variant's when patched). Checked: ||grad J(theta^)|| <= the tolerance gamma the run met,
     with b = sigma_obj times the second-to-last draw (the objective noise, drawn once).
     """
-    from ..algorithms.aop import aop_objective
-
     out = np.empty(len(contexts))
     for k, c in enumerate(contexts):
         event = c.ledger.events[0]
@@ -129,8 +127,6 @@ def _first_curvature_release(problem: LogisticProblem, pair: CanaryPair, mech: A
                              contexts) -> np.ndarray:
     """precond-dp-gd: the released B~ entry at the canary's coordinate (u = e_1: entry (1, 1), the
     first of the upper-triangle draw), B_11 + s_B xi_0, per trial; B = Z^T Z/(4n) of this side."""
-    from ..algorithms.precond import bohning_bound
-
     k = int(np.flatnonzero(pair.canary)[0])
     if pair.canary[k] != 1.0 or k != 0:
         raise RuntimeError("the curvature statistic assumes the canary u = e_1")

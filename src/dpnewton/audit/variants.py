@@ -12,10 +12,13 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from ..algorithms import aop, cubic_newton, objpert
+from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig, _expected_batch
 from ..loss import LogisticProblem
 from ..privacy import PrivacyLedger
+from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # type hints only: dpnewton.audit.mechanisms imports this module (cycle)
     from .mechanisms import AuditMechanism
 
 BROKEN_VARIANTS = ("none", "half-noise", "wrong-sensitivity", "tenth-noise")
@@ -71,9 +74,6 @@ def _accountant_hyper(mech: AuditMechanism, problem: LogisticProblem, epsilon: f
     1/10, ``wrong-sensitivity`` divides the gradient's by 4 (noise for a 4x smaller sensitivity).
     Hand-set multipliers mark the ledger non-private; irrelevant here.
     """
-    from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig, _expected_batch
-    from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms
-
     hyper = dict(mech.hyper)
     if broken == "none":
         return hyper
@@ -109,10 +109,7 @@ def _patched_noise(mech: AuditMechanism, broken: str):
         yield
         return
     if mech.calibration in ("aop", "objpert"):
-        if mech.calibration == "aop":
-            from ..algorithms import aop as module
-        else:
-            from ..algorithms import objpert as module
+        module = aop if mech.calibration == "aop" else objpert
         name = f"{mech.calibration}_parameters"
         original = getattr(module, name)
 
@@ -124,8 +121,7 @@ def _patched_noise(mech: AuditMechanism, broken: str):
             out["sigma_out"] *= noise_factor(broken, "output")
             return out
     else:
-        from ..algorithms import cubic_newton as module
-
+        module = cubic_newton
         original = module.dp_cubic_solver
         factor = noise_factor(broken, "model-gradient")
 

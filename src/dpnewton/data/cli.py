@@ -7,6 +7,7 @@ import sys
 from typing import Sequence
 
 from .errors import DatasetError
+from .prepare import prepare, sidecar_path
 from .registry import DATASETS
 
 
@@ -52,8 +53,6 @@ def _options(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .prepare import prepare, sidecar_path
-
     try:
         pd = prepare(args.name, data_dir=args.data_dir, out=args.out, cache_dir=args.cache_dir, **_options(args))
     except DatasetError as exc:

@@ -16,6 +16,7 @@ from ..io import atomic_path
 from .errors import DatasetError
 from .loaders import BUILDERS, RESOLVERS, Context
 from .registry import COMMON_OPTIONS, get_spec
+from .sources import resolve_data_dir
 from .validate import check_prepared, label_counts
 
 #: bump when any recipe changes in a way that alters outputs (invalidates caches)
@@ -106,7 +107,6 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
     spec = get_spec(name)
     opts, common = _split_options(spec, options)
     cache_dir = Path(cache_dir).expanduser()
-    from .sources import resolve_data_dir
 
     # Only datasets with source files look in data_dir: a synthetic or custom dataset must not fail
     # because a configured data_dir is absent on this machine.

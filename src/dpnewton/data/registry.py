@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .errors import DatasetError
+
 LIBSVM_BASE = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/"
 UCI_ADULT_BASE = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
 FMNIST_BASE = "https://github.com/zalandoresearch/fashion-mnist/raw/master/data/fashion/"
@@ -189,8 +191,6 @@ COMMON_OPTIONS: Mapping[str, Any] = MappingProxyType(
 
 
 def get_spec(name: str) -> DatasetSpec:
-    from .errors import DatasetError
-
     try:
         return DATASETS[name]
     except KeyError:

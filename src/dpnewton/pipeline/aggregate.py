@@ -28,7 +28,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..io import atomic_path
+from . import frontier as fr
 from .selection import best_t as best_mean_t
+from .timing import runtime_column
 
 GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
 SELECTION = "non-private: argmin over T of mean excess loss over seeds"
@@ -256,8 +259,6 @@ def table1(best: pd.DataFrame, costs: dict[tuple[str, str], float], baseline: st
     with both runtimes and the ratio; wide has one row per dataset, a ratio column per epsilon, and
     min/max of ours' runtime over epsilon (seconds), as in the paper.
     """
-    from .timing import runtime_column
-
     b = best if conversion is None else best[best["conversion"] == conversion]
     b = b.assign(runtime_s=runtime_column(b, costs))
     cols = ["dataset", "epsilon", "best_T", "runtime_s", "excess_loss_mean"]
@@ -336,15 +337,11 @@ def frontier(summary: pd.DataFrame, baseline: pd.DataFrame, costs: dict) -> pd.D
     (dataset, conversion, epsilon, measure, budget, method) the best mean excess loss over the method's
     configurations and Ts within the budget (runtime from the timing stage's lone-run model, or
     gradient passes over Z); ``n`` and ``d`` from the baseline table. Non-private selection."""
-    from . import frontier as fr
-
     return fr.frontier_table(summary, fr.dims_from_baseline(baseline), costs)
 
 
 def write_frame(frame: pd.DataFrame, parquet_path, csv_path=None) -> None:
     """Parquet (typed) plus a CSV mirror, both atomic."""
-    from ..io import atomic_path
-
     with atomic_path(parquet_path, suffix=".parquet") as tmp:
         frame.to_parquet(tmp, index=False)
     if csv_path is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..algorithms import ALGORITHMS
+
 # The workflow (common.smk) and older callers use this module as the whole config API
 # (``pipecfg.expand``, ``pipecfg.protocol_summary``, ...), so the schema's and the plan's public names
 # are importable from here as well.
@@ -38,7 +40,7 @@ def load_config(cfg: dict, schema: str | Path | dict | None = None, registry=Non
 def check_config(cfg: dict, registry=None) -> None:
     """The hand checks of a filled config (data availability is checked by :func:`expand`)."""
     if registry is None:
-        from ..algorithms import ALGORITHMS as registry
+        registry = ALGORITHMS
     labels = {eps_label(e) for e in cfg["epsilons"]}
     if len(labels) != len(cfg["epsilons"]):
         raise ValueError(f"config epsilons {cfg['epsilons']} contain duplicates")

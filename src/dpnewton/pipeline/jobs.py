@@ -24,17 +24,27 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 import shutil
 import subprocess
 import time
+import tomllib
+from datetime import datetime, timezone
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy
+from threadpoolctl import threadpool_info, threadpool_limits
 
+from ..experiment import result_record, run_algorithm
+from ..holdout import heldout_metrics
 from ..io import atomic_path, atomic_write_text
+from ..privacy import default_delta
+from ..problems import file_sha256, load_split_from_prepared
 from .plan import config_hash
 from .selection import best_t, mean_per_t
 
@@ -80,11 +90,11 @@ def git_revision(source_dir: str | Path | None = None) -> str:
 def package_version(source_dir: str | Path | None = None) -> str:
     """The installed dpnewton's version; without an installed distribution, the ``version`` of the
     ``pyproject.toml`` beside ``source_dir`` (the workflow's checkout) or above this package."""
+    # imported on call, not bound at import: tests/test_provenance.py patches dpnewton.__version__
     from .. import __version__
 
     if not __version__.endswith("unknown"):
         return __version__
-    import tomllib
 
     roots = [Path(source_dir)] if source_dir else []
     for root in roots + [_package_dir().parents[1]]:
@@ -107,8 +117,6 @@ def _cpu_model() -> str:
 
 
 def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(dist)
     except PackageNotFoundError:
@@ -121,11 +129,6 @@ def environment() -> dict:
     ``platform``, ``version-numpy``, ``version-scipy`` and the BLAS that numpy calls, by threadpoolctl):
     CPU model, logical CPU count, platform, BLAS vendor / version / threads in effect during the runs,
     and the scipy, dp-accounting and snakemake versions ('' when one is not installed)."""
-    import os
-
-    import scipy
-    from threadpoolctl import threadpool_info, threadpool_limits
-
     with threadpool_limits(RUN_BLAS_THREADS):
         blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
     mine = [i for i in blas if "numpy" in str(i.get("filepath", ""))] or blas
@@ -138,8 +141,6 @@ def environment() -> dict:
 
 def utc_timestamp() -> str:
     """Now, UTC, ISO 8601 to the second (``2026-12-01T20:15:03Z``)."""
-    from datetime import datetime, timezone
-
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -152,8 +153,6 @@ def provenance(spec: dict, prepared: str | Path | None = None, source_dir: str |
            "git_revision": git_revision(source_dir), "python_version": platform.python_version(),
            "numpy_version": np.__version__, **environment()}
     if prepared is not None:
-        from ..problems import file_sha256
-
         out["dataset_sha256"] = file_sha256(Path(prepared))
     return out
 
@@ -187,8 +186,6 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
             source_dir: str | Path | None = None) -> pd.DataFrame:
     """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.plan.expand`); ``source_dir``
     is the workflow's checkout, whose git revision and version the rows record (:func:`provenance`)."""
-    from ..problems import load_split_from_prepared
-
     t0 = time.perf_counter()
     problem, test = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"))
     prov = provenance(spec, prepared, source_dir)
@@ -249,9 +246,6 @@ def _run_unit(problem, spec: dict, base: str, eps: float, seed: int, Ts: list[in
     """One seed's batch of |Ts| runs -> {'rows': result rows, 'curves': downsampled curve frames}.
 
     ``test``: the test split's problem (holdout on), which adds the held-out metrics to each row."""
-    from ..experiment import result_record, run_algorithm
-    from ..holdout import heldout_metrics
-
     rows, curves = [], []
     results = run_algorithm(problem, spec["dataset"], base, eps, [seed], Ts, delta=spec.get("delta"),
                             conversion=spec["conversion"], hyper=dict(spec.get("hyper") or {}))
@@ -343,8 +337,6 @@ def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[
 
 
 def _delta(spec: dict, n: int) -> float:
-    from ..privacy import default_delta
-
     return default_delta(n) if spec.get("delta") is None else float(spec["delta"])
 
 

@@ -16,6 +16,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..algorithms import ALGORITHMS
+from ..data import DatasetError
+from ..data.loaders import RESOLVERS, Context
+from ..data.registry import get_spec
+from ..holdout import holdout_fraction
 from ..privacy import CONVERSIONS
 from .schema import SCHEMA_PATH, fill_defaults
 
@@ -80,10 +85,6 @@ def resolve_data_dir(data_dir: str | None, base_dir: str | Path) -> Path | None:
 def dataset_available(name: str, data_dir: Path | None, allow_download: bool,
                       options: dict | None = None) -> tuple[bool, str]:
     """Can ``prepare(name, ...)`` find its source files without downloading? (ok, reason)."""
-    from ..data import DatasetError
-    from ..data.loaders import RESOLVERS, Context
-    from ..data.registry import get_spec
-
     spec = get_spec(name)
     if not spec.sources or allow_download:
         return True, ""
@@ -254,10 +255,8 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
     gets the schema defaults in a copy (``Plan.config``), while the protocol's config hash is over
     ``cfg`` as passed.
     """
-    from ..holdout import holdout_fraction
-
     if registry is None:
-        from ..algorithms import ALGORITHMS as registry
+        registry = ALGORITHMS
     # (without the checkout's schema, e.g. a non-editable install, the config must come from load_config)
     given, cfg = cfg, copy.deepcopy(cfg)
     if SCHEMA_PATH.exists():

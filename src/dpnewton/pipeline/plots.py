@@ -8,6 +8,7 @@ epsilon). Axis labels and titles state that T was selected non-privately.
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import matplotlib
@@ -16,8 +17,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
+from .frontier import to_long  # noqa: E402
+from .timing import cost_lookup, runtime_column  # noqa: E402
 
 NONPRIVATE = "best T per algorithm chosen non-privately"
 LABELS = {"dp-gd": "DP-GD", "dp-gd-oracle": "DP-GD-Oracle", "hess-clip": "Hess-clip", "hess-add": "Hess-add",
@@ -141,8 +145,6 @@ def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilo
     The runtime at iterate k is that of a lone run of k updates (``costs``, the timing stage:
     :mod:`dpnewton.pipeline.timing`); a configuration that was not timed is left out.
     """
-    from .timing import cost_lookup, runtime_column
-
     _style()
     c = curves[(curves["conversion"] == conversion) & np.isclose(curves["epsilon"], epsilon)
                & curves["algorithm"].isin(algorithms)]
@@ -268,10 +270,6 @@ def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str
     (dataset, epsilon) for each cost measure (rows: dataset x {gradient passes, lone-run runtime});
     the trivial w = 0 and the Gaussian ridge floor F* as horizontal reference lines (the
     non-private optimum, excess 0, is off the log scale). Methods with a non-private step are dashed."""
-    from matplotlib.ticker import NullFormatter
-
-    from .frontier import to_long
-
     _style()
     long = to_long(table)
     long = long[long["conversion"] == conversion]
@@ -372,8 +370,6 @@ def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
 
 def publish(sources, targets) -> None:
     """Copy each source figure onto its target path atomically."""
-    import shutil
-
     for src, dst in zip(sources, targets):
         with atomic_path(dst, suffix=Path(dst).suffix) as tmp:
             shutil.copyfile(src, tmp)

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..io import atomic_path
+
 log = logging.getLogger("dpnewton.pipeline")
 
 #: benchmark-file column -> table column prefix
@@ -59,8 +61,6 @@ def summarize(benchmarks: dict[str, list[str]]) -> pd.DataFrame:
 
 def write_resources(benchmarks: dict[str, list[str]], parquet: str | Path, csv: str | Path) -> pd.DataFrame:
     """Entry point of the rule: summarize and write the table (parquet + CSV mirror, atomically)."""
-    from ..io import atomic_path
-
     table = summarize({r: list(p) for r, p in benchmarks.items()})
     for r in table.itertuples():
         log.info("%s: %d jobs (%d without a benchmark file), wall q50 %.3g s / max %.3g s, CPU sum %.4g s, "

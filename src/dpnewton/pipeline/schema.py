@@ -12,6 +12,7 @@ import copy
 from pathlib import Path
 
 import yaml
+from jsonschema import Draft202012Validator, validators
 
 #: the workflow's config schema (the checkout's ``workflow/schemas``; ``load_config`` takes another)
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
@@ -26,8 +27,6 @@ def validator(schema: dict, fill: bool):
     """A Draft 2020-12 validator; with ``fill`` its ``properties`` check also sets absent properties to
     (a copy of) their schema ``default`` first, as ``snakemake.utils.validate(set_default=True)`` does
     (the jsonschema FAQ recipe), only on objects."""
-    from jsonschema import Draft202012Validator, validators
-
     if not fill:
         return Draft202012Validator(schema)
     check_properties = Draft202012Validator.VALIDATORS["properties"]

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..floor import floor_table
 from ..io import atomic_write_json, atomic_write_text
+from ..problems import load_problem_from_prepared
 from . import aggregate as agg
 from .jobs import HOST_COLUMNS, utc_timestamp
 from .timing import cost_lookup, load_costs
@@ -80,9 +82,6 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
 def floor_frame(prepared, cells, holdout=None) -> pd.DataFrame:
     """The floor table (:func:`dpnewton.floor.floor_table`) of the cells, from the prepared files
     (dataset = file stem) and their cached optima (the training split's with a holdout)."""
-    from ..floor import floor_table
-    from ..problems import load_problem_from_prepared
-
     wanted = {c[0] for c in cells}
     problems = {}
     for p in prepared:

@@ -36,6 +36,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_info
+
+from ..experiment import run_algorithm
+from ..io import atomic_path
+from ..problems import load_problem_from_prepared
 
 log = logging.getLogger("dpnewton.pipeline")
 
@@ -84,8 +89,6 @@ def measure_update_costs(problem, dataset: str, configurations: dict[str, dict],
     and configuration: ``first_update_s`` (a run of one update), ``update_s`` (a run of ``steps``
     updates) and ``s_per_update`` = (update_s - first_update_s) / (steps - 1).
     """
-    from ..experiment import run_algorithm
-
     if repeats < 1:
         raise ValueError(f"timing repeats={repeats!r} must be >= 1")
 
@@ -146,11 +149,6 @@ def lone_runtime(costs: dict[tuple[str, str], tuple[float, float]], dataset: str
 def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.DataFrame:
     """Entry point of the timing rule: time ``spec['configurations']`` on one prepared dataset (on its
     training split when ``spec`` has a ``holdout``, as the run jobs)."""
-    from threadpoolctl import threadpool_info
-
-    from ..io import atomic_path
-    from ..problems import load_problem_from_prepared
-
     problem = load_problem_from_prepared(Path(prepared), holdout=spec.get("holdout"))
     blas = sorted({f"{i.get('internal_api')} {i.get('version')}" for i in threadpool_info()})
     log.info("timing on %s (n=%d, d=%d): %s, %d rounds, ~%.2g s per timed run, epsilon %g (%s); BLAS %s",

@@ -51,10 +51,8 @@ import numpy as np
 from scipy import optimize, special
 
 from .conversions import _gdp_delta, check_epsilon_delta, epsilon_to_rho
-from .ledger import PrivacyBudgetExceeded
+from .ledger import ROUNDING_SLACK, PrivacyBudgetExceeded
 
-#: relative slack for floating-point round-off when the parts of the budget are summed
-_ROUNDING_SLACK = 1e-9
 _SIGMA_BRACKET = (1e-8, 1e12)
 
 
@@ -137,7 +135,7 @@ def check_spend(parts: dict[str, tuple[float, float]], epsilon: float, delta: fl
     :class:`PrivacyBudgetExceeded` if either sum exceeds the target (up to rounding). Returns the sums."""
     eps_sum = math.fsum(e for e, _ in parts.values())
     delta_sum = math.fsum(d for _, d in parts.values())
-    if eps_sum > epsilon * (1.0 + _ROUNDING_SLACK) or delta_sum > delta * (1.0 + _ROUNDING_SLACK):
+    if eps_sum > epsilon * (1.0 + ROUNDING_SLACK) or delta_sum > delta * (1.0 + ROUNDING_SLACK):
         raise PrivacyBudgetExceeded(
             f"the parts {parts} spend (epsilon, delta) = ({eps_sum:.6g}, {delta_sum:.6g}), more than the "
             f"target ({epsilon:.6g}, {delta:.6g})")
