@@ -45,9 +45,9 @@ class DatasetSpec:
     description: str
     loader: str  # function name in loaders.py
     sources: Mapping[str, SourceFile]  # role -> file
-    options: Mapping[str, Any]  # allowed options with defaults
     shape: tuple[int | None, int | None]  # expected (n, d incl. bias) with default options
     bias: bool
+    options: Mapping[str, Any] = field(default_factory=dict)  # allowed options with defaults
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -84,7 +84,6 @@ _SPECS = [
             "test": SourceFile("adult.test", "adult", (UCI_ADULT_BASE + "adult.test",),
                                ("a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",)),
         },
-        options={},
         shape=(45220, 105),
         bias=True,
         extra={
@@ -106,7 +105,6 @@ _SPECS = [
                  "https://archive.ics.uci.edu/ml/machine-learning-databases/covtype/covtype.data.gz"),
                 ("614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771",)),
         },
-        options={},
         shape=(53121, 55),
         bias=True,
         extra={"seed": 10000019, "negative_class": 3, "positive_class": 6,
@@ -138,7 +136,6 @@ _SPECS = [
                  "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845"),
                 installed_key="fashion-mnist"),
         },
-        options={},
         shape=(12000, 784),
         bias=False,
         extra={"negative_class": 0, "positive_class": 3},
@@ -157,7 +154,6 @@ _SPECS = [
             "archive": SourceFile("data_kddcup04.tar.gz", "protein",
                                   ("https://kdd.org/cupfiles/KDDCupData/2004/data_kddcup04.tar.gz",)),
         },
-        options={},
         shape=(50000, 75),
         bias=True,
         extra={
