@@ -55,7 +55,7 @@ def test_snr_rule_known_answers():
 
 
 def test_repetition_seeds_are_stable_and_distinct():
-    seeds = {tracks.repetition_seed(t, m, r) for t in tracks.TRACKS for m in ("dp-gd", "dp-gd-avg") for r in range(5)}
+    seeds = {tracks.repetition_seed(t, m, r) for t in tracks.UNITS for m in ("dp-gd", "dp-gd-avg") for r in range(5)}
     assert len(seeds) == 20 and all(0 <= s < 2**63 for s in seeds)
     assert tracks.repetition_seed("fixed-rule", "x", 3) == tracks.repetition_seed("fixed-rule", "x", 3)
 

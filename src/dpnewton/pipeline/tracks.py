@@ -41,9 +41,6 @@ from .plan import eps_label
 
 log = logging.getLogger("dpnewton.pipeline")
 
-TRACKS = ("private-selection", "fixed-rule")
-
-
 def snr_iterations(n: int, d: int, rho: float, cap: int) -> int:
     """DP-GD's T by the signal-to-noise rule: the largest T whose per-step noise has an expected
     norm no larger than the gradient's norm bound.
@@ -251,7 +248,7 @@ def track_table(rows: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns="excess_loss_sd")
 
 
-#: track -> the name of its table under results/tables/
+#: track -> the name of its table under results/tables/ (and of rule tracks_table's output)
 TABLE_NAMES = {"private-selection": "private_selection", "fixed-rule": "fixed_rule"}
 
 
