@@ -71,7 +71,8 @@ def role(method: str) -> str:
     return ROLES.get(method, "other")
 
 
-def _hyper(h) -> dict:
+def hyper_dict(h) -> dict:
+    """A row's ``hyper`` as a dict (tables store it as JSON text; anything else is {})."""
     if isinstance(h, dict):
         return h
     if isinstance(h, str) and h.strip():
@@ -177,7 +178,7 @@ def cost_table(summary: pd.DataFrame, dims: dict, costs: dict) -> pd.DataFrame:
     passes = []
     for ds, m, t, h in zip(s["dataset"], s["method"], s["iterations"], hyper):
         n, d = dims.get(ds, (None, None))
-        passes.append(float("nan") if n is None else run_passes(m, int(n), int(d), t, _hyper(h)))
+        passes.append(float("nan") if n is None else run_passes(m, int(n), int(d), t, hyper_dict(h)))
     s["passes"] = passes
     return s
 

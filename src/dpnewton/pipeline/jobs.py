@@ -177,7 +177,8 @@ def curve_indices(T: int, max_points: int) -> np.ndarray:
     return np.unique(np.concatenate([[0, T], np.rint(lin), np.rint(geo)]).astype(int))
 
 
-def _flatten(record: dict) -> dict:
+def flatten_record(record: dict) -> dict:
+    """A record with its list and dict values as JSON text (one CSV cell each)."""
     return {k: (json.dumps(v, sort_keys=True, default=str) if isinstance(v, (list, dict)) else v)
             for k, v in record.items()}
 
@@ -257,7 +258,7 @@ def _run_unit(problem, spec: dict, base: str, eps: float, seed: int, Ts: list[in
                     "timestamp_utc": utc_timestamp()})
         if test is not None:
             rec.update({"holdout": float(spec["holdout"]), "n_test": test.n, **heldout_metrics(test, res.w)})
-        rows.append(_flatten(rec))
+        rows.append(flatten_record(rec))
         log.info("  seed %d T=%d excess_loss=%.6g runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
                  seed, res.identity.iterations, rec["excess_loss"], rec["runtime_s"], rec["rho"],
                  rec["ledger_rho_total"], rec["resets"])

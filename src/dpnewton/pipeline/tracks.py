@@ -36,7 +36,7 @@ from ..experiment import resolve_budget, run_at_rho
 from ..io import atomic_path
 from ..problems import load_split_from_prepared
 from ..tuning import private_select
-from .jobs import _flatten, checkpoint_dir, load_checkpoint, provenance, utc_timestamp
+from .jobs import flatten_record, checkpoint_dir, load_checkpoint, provenance, utc_timestamp
 from .plan import eps_label
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -153,7 +153,7 @@ def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path,
                    "base_algorithm": spec["base_algorithm"], "epsilon": float(spec["epsilon"]),
                    "eps_label": spec["eps_label"], "repetition": rep, "n": problem.n, "d": problem.d,
                    **UNITS[spec["track"]](problem, spec, rep), **prov, "timestamp_utc": utc_timestamp()}
-            done = {"rows": [_flatten(row)], "curves": []}
+            done = {"rows": [flatten_record(row)], "curves": []}
             with atomic_path(unit, suffix=".pkl") as tmp:
                 pd.to_pickle({"key": key, **done}, tmp)
         row = done["rows"][0]

@@ -25,9 +25,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..frontier import DOUBLE_NOISE, role, run_passes
+from ..frontier import DOUBLE_NOISE, hyper_dict, role, run_passes
 from ..timing import lone_runtime
-from .cells import base_of, hyper_dict, is_reset
+from .cells import base_of, is_averaged, is_reset
 
 #: the methods that count as second order here: Newton-type updates, or DP-GD with a released curvature
 SECOND_ORDER = DOUBLE_NOISE + ("cubic-newton", "precond-dp-gd")
@@ -39,10 +39,6 @@ COLUMNS = ["dataset", "epsilon", "best", "best_T", "best_excess", "best_se", "ri
            "averaged_excess", "second_order", "second_order_T", "second_order_excess", "second_order_se",
            "second_order_over_best", "second_order_within_se", "iterations_ratio", "runtime_ratio", "passes_ratio",
            "floor_target_met", "speed_target_met"]
-
-
-def _averaged(frame: pd.DataFrame) -> pd.Series:
-    return frame["hyper"].map(lambda h: hyper_dict(h).get("average", "none") != "none").astype(bool)
 
 
 def _argmin(rows: pd.DataFrame):
@@ -57,7 +53,7 @@ def beyond_table(best: pd.DataFrame, conversion: str, costs: dict, dims: dict) -
     for the pass counts."""
     b = best[best["conversion"] == conversion].assign(base=lambda f: base_of(f))
     b = b[~is_reset(b) & ~b["base"].map(role).eq("non-private step")]
-    b = b.assign(averaged=_averaged(b))
+    b = b.assign(averaged=is_averaged(b))
     rows = []
     for (ds, eps), cell in b.groupby(["dataset", "epsilon"], sort=True):
         top = _argmin(cell)

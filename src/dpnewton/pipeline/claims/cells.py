@@ -7,12 +7,12 @@ official code's conversion, reusing ``a`` where its rho agrees), ``c`` (tight ac
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pandas as pd
 
+from ..frontier import hyper_dict
 from .paper import PAPER_METHODS
 
 GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
@@ -29,16 +29,6 @@ def base_of(frame: pd.DataFrame) -> pd.Series:
     return frame["algorithm"]
 
 
-def hyper_dict(h) -> dict:
-    """A row's ``hyper`` as a dict (the tables store it as JSON text)."""
-    if isinstance(h, dict):
-        return h
-    try:
-        return json.loads(h or "{}")
-    except (TypeError, ValueError):
-        return {}
-
-
 def is_reset(frame: pd.DataFrame) -> pd.Series:
     """Rows of configurations that use the official (non-private) explosion reset."""
     if "hyper" not in frame:
@@ -48,9 +38,14 @@ def is_reset(frame: pd.DataFrame) -> pd.Series:
 
 def is_paper_configuration(frame: pd.DataFrame) -> pd.Series:
     """Rows of the paper's methods (:data:`~.paper.PAPER_METHODS`) at their last iterate (no ``average``)."""
-    averaged = (frame["hyper"].map(lambda h: hyper_dict(h).get("average", "none") != "none").astype(bool)
-                if "hyper" in frame else pd.Series(False, index=frame.index))
-    return base_of(frame).isin(PAPER_METHODS) & ~averaged
+    return base_of(frame).isin(PAPER_METHODS) & ~is_averaged(frame)
+
+
+def is_averaged(frame: pd.DataFrame) -> pd.Series:
+    """Rows of configurations that release an average of iterates (``average`` != none)."""
+    if "hyper" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["hyper"].map(lambda h: hyper_dict(h).get("average", "none") != "none").astype(bool)
 
 
 def setting_cells(best: pd.DataFrame, setting: str, conv: dict, official_rho=None) -> pd.DataFrame:
