@@ -130,3 +130,20 @@ def test_figure_registry():
     # against its wildcard, caption and tables)
     plots = (REPO / "workflow" / "rules" / "plots.smk").read_text()
     assert "rule figure:" in plots and not any(f"rule {name}:" in plots for name in FIGURES)
+
+
+@pytest.mark.parametrize("extra, where", [
+    ({"conversion_study": {"conversions": ["gdp"], "datasets": ["synthetc"]}}, r"conversion_study\[0\]"),
+    ({"conversion_study": [{"conversions": ["gdp"]}, {"conversions": ["cks"], "datasets": ["a1a"]}]},
+     r"conversion_study\[1\]"),
+    ({"tracks": {"datasets": ["synthetic", "adlt"]}}, "tracks"),
+])
+def test_a_dataset_reference_that_is_not_in_datasets_is_an_error(extra, where):
+    with pytest.raises(ValueError, match=where + r"\.datasets names \['\w+'\], which are not in datasets"):
+        pc.load_config({**copy.deepcopy(SMALL), **extra})
+
+
+def test_dataset_references_to_listed_datasets_load():
+    cfg = pc.load_config({**copy.deepcopy(SMALL), "conversion_study": {"conversions": ["gdp"], "datasets": ["synthetic"]},
+                          "tracks": {"datasets": ["synthetic"]}})
+    assert cfg["tracks"]["datasets"] == ["synthetic"]

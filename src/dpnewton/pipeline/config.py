@@ -46,4 +46,19 @@ def check_config(cfg: dict, registry=None) -> None:
         raise ValueError(f"config epsilons {cfg['epsilons']} contain duplicates")
     seed_list(cfg["seeds"])
     algorithm_grids(cfg, registry)
+    check_dataset_references(cfg)
+
+
+def check_dataset_references(cfg: dict) -> None:
+    """Every dataset a ``conversion_study`` entry or ``tracks`` restricts itself to must be a key of
+    ``datasets`` (an optional dataset whose files are missing is skipped later; a typo is an error)."""
+    raw = cfg.get("conversion_study") or []     # optional: no study
+    refs = [(f"conversion_study[{i}]", e.get("datasets"))
+            for i, e in enumerate([raw] if isinstance(raw, dict) else raw)]
+    refs.append(("tracks", (cfg.get("tracks") or {}).get("datasets")))     # optional: no tracks
+    for where, names in refs:
+        unknown = [name for name in names or [] if name not in cfg["datasets"]]
+        if unknown:
+            raise ValueError(f"config {where}.datasets names {unknown}, which are not in datasets "
+                             f"({sorted(cfg['datasets'])}): add them to datasets or correct the names")
 
