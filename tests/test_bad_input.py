@@ -23,7 +23,7 @@ def csv_file(tmp_path_factory):
 
 
 def _run(args):
-    return subprocess.run([sys.executable, "-m", "dpnewton.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dpnewton", *args], capture_output=True, text=True,
                           timeout=120)
 
 

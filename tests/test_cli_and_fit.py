@@ -53,7 +53,7 @@ def test_cli_run_synthetic(tmp_path, capsys):
     (["--epsilon", "1", "-T", "3", "--hyper", "grad_frac=2"], "grad_frac=2"),
 ])
 def test_cli_errors_are_one_line_without_traceback(tmp_path, args, message):
-    cmd = [sys.executable, "-m", "dpnewton.cli", "run", "--dataset", "synthetic", "--algorithm",
+    cmd = [sys.executable, "-m", "dpnewton", "run", "--dataset", "synthetic", "--algorithm",
            "hess-clip", "--cache-dir", str(tmp_path), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2

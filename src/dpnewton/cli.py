@@ -230,6 +230,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dpnewton {args.command}: error: {exc}", file=sys.stderr)
         return 2
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -95,7 +95,7 @@ def measure_update_costs(problem, dataset: str, configurations: dict[str, dict],
     def one_run(name: str, steps: int) -> float:
         entry = configurations[name]
         res = run_algorithm(problem, dataset, entry["base"], epsilon, [TIMING_SEED], steps, delta=delta,
-                            conversion=conversion, hyper=dict(entry.get("hyper") or {}))[0]
+                            conversion=conversion, hyper=dict(entry["hyper"]))[0]
         return res.runtime_s
 
     names = list(configurations)
