@@ -8,6 +8,8 @@ resumption from checkpoints with identical rows.
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -66,6 +68,17 @@ def test_schema_enums_are_the_registries():
     assert tuple(names) == DISTRIBUTIONS
     rule = schema["fixed"]["properties"]["methods"]["additionalProperties"]["properties"]["iterations"]["oneOf"][1]
     assert rule["enum"] == list(tracks.ITERATION_RULES)
+
+
+def test_the_workflow_rules_name_the_packages_tracks_and_tables():
+    """rules/tracks.smk spells the track names and table stems literally (the workflow parses without
+    the package): they must be the package's."""
+    text = (Path(pipecfg.SCHEMA_PATH).parents[1] / "rules" / "tracks.smk").read_text()
+    constraint = re.search(r'track="([^"]+)"', text).group(1)
+    assert sorted(constraint.split("|")) == sorted(tracks.TABLE_NAMES)
+    stems = re.findall(r'(\w+)=multiext\("results/tables/(\w+)"', text)
+    assert sorted(stem for _, stem in stems) == sorted(tracks.TABLE_NAMES.values())
+    assert all(key == stem for key, stem in stems)
 
 
 def _config(tracks_entry) -> dict:
