@@ -1,6 +1,6 @@
 """Batching must not change any bit of any run (properties, never timings).
 
-* DP-GD and DP-GD-Oracle: seeds run together == one by one == in shuffled order, also with runs of
+* DP-GD, DP-GD-Oracle and precond-dp-gd: seeds run together == one by one == in shuffled order, also with runs of
   different T dropping out of the batch; Hess-clip likewise.
 * The stacked passes over Z (loss.LogisticProblem.margins / grad_from_margins on a stack of runs):
   a run's column has the same bits whatever the stack size and the run's position in it, including
@@ -44,7 +44,7 @@ def _assert_same(a, b, losses=False):
             assert np.array_equal(a[k].excess_loss, b[k].excess_loss, equal_nan=True), f"loss differs for {k}"
 
 
-CASES = [("dp-gd", [4, 9]), ("dp-gd-oracle", [3, 5]), ("hess-clip", [2, 3])]
+CASES = [("dp-gd", [4, 9]), ("dp-gd-oracle", [3, 5]), ("precond-dp-gd", [4, 9]), ("hess-clip", [2, 3])]
 
 
 def _three_ways(problem, algorithm, Ts):

@@ -1,9 +1,10 @@
 """Checkpoints of a pipeline job: an interrupted job resumes its finished (grid round, seed) units.
 
-``run_job`` writes each unit's rows and curves to ``<rows>.partial/`` as it goes. A job killed in its
-third unit and run again must compute only the units it had not finished, and its tables must equal
-those of an uninterrupted job (update times aside, which are measured, not computed). Checkpoints of
-another spec and unreadable files must be recomputed, never trusted.
+``run_job`` runs each grid round's unfinished seeds as one batch and writes each (grid round, seed)
+unit's rows and curves to ``<rows>.partial/``. A job killed in its third round and run again must
+compute only the units it had not finished, and its tables must equal those of an uninterrupted job
+(update times aside, which are measured, not computed), as must those of jobs of one seed each.
+Checkpoints of another spec and unreadable files must be recomputed, never trusted.
 """
 
 from __future__ import annotations
@@ -38,17 +39,17 @@ def _spec(step: float = 4.0) -> dict:
 
 
 def _counting_units(monkeypatch, fail_at: int | None = None) -> list:
-    """Patch the unit runner to count its calls and to raise on call number ``fail_at``."""
+    """Patch the batch runner to count its calls and to raise on call number ``fail_at``."""
     calls = []
-    real = jobs._run_unit
+    real = jobs._run_units
 
-    def unit(*args, **kwargs):
-        calls.append(args[4:7])  # (seed, Ts, grid_round)
+    def units(*args, **kwargs):
+        calls.append((tuple(args[4]), args[6]))  # (seeds of the batch, grid_round)
         if fail_at is not None and len(calls) == fail_at:
             raise Interrupted
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(jobs, "_run_unit", unit)
+    monkeypatch.setattr(jobs, "_run_units", units)
     return calls
 
 
@@ -68,19 +69,20 @@ def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, mon
     ref = tmp_path / "ref"
     calls = _counting_units(monkeypatch)
     _run(prepared, ref, _spec())
-    units = len(calls)
     ref_rows, ref_curves = _tables(ref)
-    assert sorted(ref_rows["iterations"].unique()) == [1, 2, 4, 8, 16] and units == 6  # 3 rounds x 2 seeds
+    assert sorted(ref_rows["iterations"].unique()) == [1, 2, 4, 8, 16]
+    assert calls == [((0, 1), 0), ((0, 1), 1), ((0, 1), 2)]  # one batch of both seeds per round
     assert not jobs.checkpoint_dir(ref / "rows.csv").exists()  # removed once the job succeeded
 
     out = tmp_path / "job"
-    _counting_units(monkeypatch, fail_at=4)  # dies in round 1, seed 1
+    _counting_units(monkeypatch, fail_at=3)  # dies in round 2
     with pytest.raises(Interrupted):
         _run(prepared, out, _spec())
     partial = jobs.checkpoint_dir(out / "rows.csv")
     assert sorted(p.name for p in partial.glob("*.pkl")) == ["round0_seed0.pkl", "round0_seed1.pkl",
-                                                             "round1_seed0.pkl"]
+                                                             "round1_seed0.pkl", "round1_seed1.pkl"]
     assert not (out / "rows.csv").exists() and not (out / "curves.parquet").exists()
+    (partial / "round1_seed1.pkl").unlink()  # a unit that was not written: round 1 resumes with seed 1 alone
 
     first_attempt = {p.name: pd.read_pickle(p)["seconds"] for p in partial.glob("*.pkl")}
     assert all(t > 0 for t in first_attempt.values())
@@ -91,33 +93,54 @@ def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, mon
     resumed = _counting_units(monkeypatch)
     with caplog.at_level(logging.INFO, logger="dpnewton.pipeline"):
         _run(prepared, out, _spec())
-    assert [(seed, r) for seed, _, r in resumed] == [(1, 1), (0, 2), (1, 2)]  # only the unfinished units
+    assert resumed == [((1,), 1), ((0, 1), 2)]  # only the unfinished units
     # the resumed units' progress lines carry the time of the attempt that computed them
     notes = [m.split("[from checkpoint")[1] for m in caplog.messages if "[from checkpoint" in m]
     assert sorted(notes) == sorted(["]"] + [f", computed in {t:.1f}s]" for t in first_attempt.values()])
+    assert sum("[one batch of 2 seeds]" in m for m in caplog.messages) == 2  # round 2's two units
     rows, curves = _tables(out)
     pd.testing.assert_frame_equal(rows, ref_rows)
     pd.testing.assert_frame_equal(curves, ref_curves)
     assert not partial.exists()
 
 
+def test_jobs_of_one_seed_give_the_rows_of_the_batched_job(prepared, tmp_path):
+    """A run's numbers do not depend on the seeds batched with it: the jobs of seeds_per_job = 1 give the
+    batched job's rows for every (seed, T) they share (each chunk extends its grid on its own seeds)."""
+    _run(prepared, tmp_path / "both", _spec())
+    both, both_curves = _tables(tmp_path / "both")
+    for seed in (0, 1):
+        out = tmp_path / f"seed{seed}"
+        _run(prepared, out, {**_spec(), "seeds": [seed]})
+        alone, alone_curves = _tables(out)
+        for got, ref in ((alone, both), (alone_curves, both_curves)):
+            keys = ["seed", "iterations"]
+            shared = ref.merge(got[keys].drop_duplicates(), on=keys)
+            assert len(shared) and shared["seed"].eq(seed).all()
+            # the job's identity (its spec hash names its seeds) and grid history are the chunk's own
+            chunk = ["config_hash", "grid_round", "grid_extended"]
+            mine = got.merge(shared[keys].drop_duplicates(), on=keys)
+            pd.testing.assert_frame_equal(mine.drop(columns=chunk, errors="ignore"),
+                                          shared.drop(columns=chunk, errors="ignore"))
+
+
 def test_unreadable_checkpoints_and_those_of_another_spec_are_recomputed(prepared, tmp_path, monkeypatch):
     out = tmp_path / "damaged"
-    _counting_units(monkeypatch, fail_at=3)  # rounds 0 of seeds 0 and 1 finished
+    _counting_units(monkeypatch, fail_at=2)  # round 0 of seeds 0 and 1 finished
     with pytest.raises(Interrupted):
         _run(prepared, out, _spec())
     (jobs.checkpoint_dir(out / "rows.csv") / "round0_seed1.pkl").write_bytes(b"not a pickle")
     calls = _counting_units(monkeypatch)
     _run(prepared, out, _spec())
-    assert [(seed, r) for seed, _, r in calls][:2] == [(1, 0), (0, 1)]  # seed 0 reused, seed 1 recomputed
+    assert calls[:2] == [((1,), 0), ((0, 1), 1)]  # seed 0 reused, seed 1 recomputed
 
     out = tmp_path / "changed"
-    _counting_units(monkeypatch, fail_at=3)
+    _counting_units(monkeypatch, fail_at=2)
     with pytest.raises(Interrupted):
         _run(prepared, out, _spec(step=4.0))
     calls = _counting_units(monkeypatch)
     _run(prepared, out, _spec(step=2.0))  # the config changed: the step-4 units do not belong to it
-    assert [(seed, r) for seed, _, r in calls][:2] == [(0, 0), (1, 0)]
+    assert calls[0] == ((0, 1), 0)
 
     ref = tmp_path / "ref"
     _run(prepared, ref, _spec(step=2.0))

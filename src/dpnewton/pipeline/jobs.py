@@ -10,11 +10,13 @@ Writes (atomically, via :mod:`dpnewton.io`)
 * ``curves``: a parquet file of per-iterate excess loss and cumulative update time, downsampled
   to at most ``curves_max_points`` iterates per run (empty when the spec stores no curves).
 
-The core is called once per seed with the whole T grid (one batch of |T| runs), so progress is
-logged per seed and a run's numbers do not depend on how seeds are chunked into jobs.
+The core is called once per grid round with every seed that is not checkpointed yet (one batch of
+seeds x |T| runs: the batched methods share each pass over Z among them), and progress is logged per
+seed. A run's bits do not depend on its batch (tests/test_batching.py), so its numbers do not depend
+on how seeds are chunked into jobs or which units were resumed.
 
 Checkpoints: each (grid round, seed) unit's rows and curves are also written, atomically, to
-``<rows>.partial/``. An interrupted job (killed, cluster time limit, session end) that is run again
+``<rows>.partial/``, with its share of the batch's wall time. An interrupted job (killed, cluster time limit, session end) that is run again
 with the same spec (``snakemake --rerun-incomplete``) loads its finished units instead of recomputing
 them; every run is a deterministic function of its identity, so the result is the same. A unit is
 reused only if its spec hash, seed and T grid match; the folder is removed when the job succeeds.
@@ -205,22 +207,25 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     partial = checkpoint_dir(rows_out)
     grid_round, grid = 0, list(Ts)
     while True:
-        for k, seed in enumerate(seeds, 1):
+        keys = {int(s): {"config_hash": prov["config_hash"], "seed": int(s), "iterations": Ts} for s in seeds}
+        paths = {s: partial / f"round{grid_round}_seed{s}.pkl" for s in keys}
+        units = {s: load_checkpoint(paths[s], keys[s]) for s in keys}
+        todo = [s for s, unit in units.items() if unit is None]
+        if todo:
             ts = time.perf_counter()
-            key = {"config_hash": prov["config_hash"], "seed": int(seed), "iterations": Ts}
-            unit = partial / f"round{grid_round}_seed{int(seed)}.pkl"
-            done = load_checkpoint(unit, key)
-            resumed = done is not None
-            if not resumed:
-                done = _run_unit(problem, spec, base, eps, int(seed), Ts, grid_round, prov, max_points, test)
-            took = time.perf_counter() - ts  # the runs (benchmarks/pipeline.py reads it), not the checkpoint write
-            if not resumed:
-                with atomic_path(unit, suffix=".pkl") as tmp:
-                    pd.to_pickle({"key": key, "seconds": took, **done}, tmp)
-            rows += done["rows"]
-            curves += done["curves"]
-            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(seeds), len(done["rows"]), took,
-                     f" [grid extension {grid_round}]" if grid_round else "", _resumed_note(done) if resumed else "")
+            computed = _run_units(problem, spec, base, eps, todo, Ts, grid_round, prov, max_points, test)
+            share = (time.perf_counter() - ts) / len(todo)  # the runs (benchmarks/pipeline.py reads it)
+            for s in todo:
+                units[s] = {**computed[s], "seconds": share}
+                with atomic_path(paths[s], suffix=".pkl") as tmp:
+                    pd.to_pickle({"key": keys[s], **units[s]}, tmp)
+        batch = f" [one batch of {len(todo)} seeds]" if len(todo) > 1 else ""
+        for k, (s, unit) in enumerate(units.items(), 1):
+            rows += unit["rows"]
+            curves += unit["curves"]
+            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(seeds), len(unit["rows"]),
+                     unit["seconds"] or 0.0, f" [grid extension {grid_round}]" if grid_round else "",
+                     batch if s in todo else _resumed_note(unit))
         Ts = next_extension(rows, grid, ext)
         if not Ts:
             break
@@ -242,15 +247,17 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     return frame
 
 
-def _run_unit(problem, spec: dict, base: str, eps: float, seed: int, Ts: list[int], grid_round: int,
-              prov: dict, max_points: int, test=None) -> dict:
-    """One seed's batch of |Ts| runs -> {'rows': result rows, 'curves': downsampled curve frames}.
+def _run_units(problem, spec: dict, base: str, eps: float, seeds: list[int], Ts: list[int], grid_round: int,
+               prov: dict, max_points: int, test=None) -> dict[int, dict]:
+    """One batch of seeds x |Ts| runs -> {seed: {'rows': result rows, 'curves': downsampled curve frames}}.
 
     ``test``: the test split's problem (holdout on), which adds the held-out metrics to each row."""
-    rows, curves = [], []
-    results = run_algorithm(problem, spec["dataset"], base, eps, [seed], Ts, delta=spec.get("delta"),
+    units = {s: {"rows": [], "curves": []} for s in seeds}
+    results = run_algorithm(problem, spec["dataset"], base, eps, seeds, Ts, delta=spec.get("delta"),
                             conversion=spec["conversion"], hyper=dict(spec.get("hyper") or {}))
     for res in results:
+        seed = res.identity.seed
+        rows, curves = units[seed]["rows"], units[seed]["curves"]
         rec = result_record(res, spec["conversion"], eps, _delta(spec, problem.n))
         rec.update({"algorithm": spec["algorithm"], "base_algorithm": base, "eps_label": spec["eps_label"],
                     "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
@@ -269,7 +276,7 @@ def _run_unit(problem, spec: dict, base: str, eps: float, seed: int, Ts: list[in
                 "conversion": spec["conversion"], "epsilon": eps, "seed": seed,
                 "iterations": res.identity.iterations, "iterate": idx,
                 "excess_loss": np.asarray(res.excess_loss)[idx], "elapsed_s": np.asarray(res.elapsed)[idx]}))
-    return {"rows": rows, "curves": curves}
+    return units
 
 
 def checkpoint_dir(rows_out: str | Path) -> Path:
