@@ -148,6 +148,8 @@ def test_claims_report(run_dir):
     md = (run_dir / "results/claims/claims.md").read_text()
     assert md == (run_dir / "figures/claims.md").read_text()
     assert "non-private" in md.lower() and "Covertype" in md
+    cost = md.split("## Cost of this run", 1)[1].split("\n## ", 1)[0]     # from the jobs' benchmark files
+    assert "| paper's methods |" in cost and "| timing stage |" in cost and "| all |" in cost
     verdicts = pd.read_csv(run_dir / "results/claims/claims.csv")
     assert set(verdicts["verdict"]) <= {"reproduced", "partly", "not reproduced", "not evaluable"}
     assert {"a", "a-tuned", "b", "c"} <= set(verdicts["setting"])

@@ -32,6 +32,7 @@ rule claims:
         claims=claims_config,
         protocol=protocol_summary,
         tracks=lambda wildcards: conf().get("tracks") or {},
+        benchmarks=all_benchmarks,
     message:
         "Checking the paper's claims"
     script:

@@ -4,4 +4,4 @@ from dpnewton.pipeline.jobs import setup_log
 
 setup_log(snakemake.log[0])
 write_claims(dict(snakemake.input.items()), dict(snakemake.output.items()), dict(snakemake.params.claims),
-             dict(snakemake.params.protocol), dict(snakemake.params.tracks))
+             dict(snakemake.params.protocol), dict(snakemake.params.tracks), dict(snakemake.params.benchmarks))

@@ -16,6 +16,7 @@ import pandas as pd
 from ...io import atomic_path, atomic_write_text
 from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
+from .cost import cost_section, run_cost
 from .evaluation import budget_winner, evaluate
 from .paper import PAPER_TABLE1, paper_claim
 from .tables import CODE_COLUMNS, accounting_share, privacy_plans
@@ -346,15 +347,17 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += _budget_section(extra.get("budget_winner"))
     L += _beyond_section(extra.get("beyond"))
     L += tracks_section(extra.get("tracks"))
+    L += cost_section(extra.get("cost"))
     L += _caveats()
     return "\n".join(L)
 
 
 def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | None = None,
-                 tracks: dict | None = None) -> pd.DataFrame:
+                 tracks: dict | None = None, benchmarks: dict | None = None) -> pd.DataFrame:
     """Rule ``claims``: the aggregate tables (``inputs``) -> ``claims.md`` and its CSVs (``outputs``).
     ``tracks``: the config's ``tracks`` section, when ``inputs['tracks']`` lists the track tables
-    (private_selection, fixed_rule parquet files)."""
+    (private_selection, fixed_rule parquet files); ``benchmarks``: rule -> its jobs' benchmark files,
+    for the run's cost (:mod:`.cost`)."""
     runs = pd.read_parquet(inputs["runs"])
     summary = pd.read_parquet(inputs["summary"])
     best = pd.read_parquet(inputs["best"])
@@ -368,6 +371,8 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     if inputs.get("tracks"):
         frames = pd.concat([pd.read_parquet(f) for f in inputs["tracks"]], ignore_index=True)
         extra["tracks"] = tracks_comparison(frames, best, tracks or {}, claims["protocol_conversion"])
+    if benchmarks:
+        extra["cost"] = run_cost(benchmarks, (protocol or {}).get("variants") or {})
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:
