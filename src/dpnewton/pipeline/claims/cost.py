@@ -69,7 +69,9 @@ def cost_section(table: pd.DataFrame | None) -> list[str]:
     if table is None or table.empty:
         return []
     L = ["## Cost of this run", "",
-         "Summed over the jobs' Snakemake benchmark files (wall and CPU time of each job). Hours on "
+         "Summed over the jobs' Snakemake benchmark files (wall and CPU time of each job). *paper's methods*: "
+         "every configuration of the paper's algorithms at the last iterate; *beyond the paper*: iterate "
+         "averaging, precond-dp-gd, objpert and the other algorithms the paper does not have. Hours on "
          f"{REFERENCE_CORES} cores = summed job wall / {REFERENCE_CORES}, the run's length when both cores are busy. A job "
          "resumed from checkpoints counts its last attempt only; `benchmarks/pipeline.py --analyze` adds the "
          "cut-off attempts from the job logs.", "",
