@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpnewton.pipeline.claims.bundle import TABLES
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,6 +149,13 @@ def test_job_files_logs_and_figures(run_dir):
 def test_claims_report(run_dir):
     md = (run_dir / "results/claims/claims.md").read_text()
     assert md == (run_dir / "figures/claims.md").read_text()
+    # rule publish_claims (Snakemake marks a directory output with a hidden .snakemake_timestamp)
+    bundle = {f.name for f in (run_dir / "figures/claims").iterdir() if not f.name.startswith(".")}
+    tables = {n for n in bundle if not n.startswith("fig") and n != "README.md"}
+    assert tables <= set(TABLES) and {"claims.csv", "best_T.csv", "frontier.csv", "protocol.json"} <= tables
+    assert {f"{f.stem}{f.suffix}" for f in (run_dir / "results/figures").iterdir()} <= bundle
+    readme = (run_dir / "figures/claims/README.md").read_text()
+    assert all(f"`{n}`" in readme for n in tables) and "## Cost of this run" in readme
     assert "non-private" in md.lower() and "Covertype" in md
     cost = md.split("## Cost of this run", 1)[1].split("\n## ", 1)[0]     # from the jobs' benchmark files
     assert "| paper's methods |" in cost and "| timing stage |" in cost and "| all |" in cost

@@ -41,15 +41,23 @@ rule claims:
 
 rule publish_claims:
     input:
-        "results/claims/claims.md",
+        md="results/claims/claims.md",
+        claims=claims_files()[1:],
+        tables=lambda wildcards: claims_bundle_tables(),
+        figures=lambda wildcards: figure_files(),
+        protocol="results/tables/protocol.json",
+        runs="results/tables/runs.parquet",
     output:
-        "figures/claims.md",
+        md="figures/claims.md",
+        bundle=directory("figures/claims"),
     log:
         "logs/publish_claims.log",
     localrule: True
     conda:
         "../../envs/dpnewton.yaml"
+    params:
+        benchmarks=all_benchmarks,
     message:
-        "Copying the claims report to figures/"
+        "Publishing the claims report and its figures and tables to figures/"
     script:
-        "../scripts/publish.py"
+        "../scripts/publish_claims.py"

@@ -19,6 +19,7 @@ import re
 import yaml
 
 from ..algorithms import ALGORITHMS
+from ..io import atomic_write_text
 from ..data import DATASETS
 from ..privacy import CONVERSIONS
 from .figures import FIGURES
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write", action="store_true", help=f"rewrite the keys section of {README}")
     args = parser.parse_args(argv)
     if args.write:
-        README.write_text(with_table(README.read_text()))
+        atomic_write_text(README, with_table(README.read_text()))
     else:
         print(table(), end="")
 
