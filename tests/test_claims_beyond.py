@@ -129,6 +129,15 @@ def test_tracks_comparison_known_answers():
     assert "| a1a | 1 | gd | 0.02 (dp-gd-tail) | 0.05 ± 0.01 | 0.07 ± 0.02 (755) | 2 | 4 | 40 |" in text
     # winners: oracle-tuned gd (0.020 < 0.022), private selection newton (0.04 < 0.05), fixed rule gd (only one)
     assert "| a1a | 1 | gd (0.02) | newton (0.04) | gd (0.07) |" in text
+    declared = {"repetitions": 8, **cfg, "selection": {**cfg["selection"], "score_frac": 0.1, "score_clip": 1.0,
+                                                       "distribution": {"name": "logarithmic", "mean": 4}},
+                "fixed": {"methods": {"gd": {"variant": "dp-gd-tail", "iterations": "snr", "max_iterations": 3000},
+                                      "newton": {"variant": "hess-clip", "iterations": 8}}}}
+    text = "\n".join(tracks_section(t.reset_index(), declared))
+    assert ("Declared: 8 repetitions per cell and track. Private selection: K ~ logarithmic (mean 4); a share 0.1 "
+            "of each candidate's rho for its score, per-example loss clipped to [0, 1].") in text
+    assert "| gd | dp-gd, dp-gd-s8 x T in {10} | dp-gd-tail, T = snr, capped at 3000 |" in text
+    assert "| newton | hess-clip x T in {4} | hess-clip, T = 8 |" in text
 
 
 def test_tuning_budget_counts_the_paper_configurations():

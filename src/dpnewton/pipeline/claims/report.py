@@ -346,7 +346,7 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += _code_versions_section(extra.get("code_versions"))
     L += _budget_section(extra.get("budget_winner"))
     L += _beyond_section(extra.get("beyond"))
-    L += tracks_section(extra.get("tracks"))
+    L += tracks_section(extra.get("tracks"), extra.get("tracks_declared"))
     L += cost_section(extra.get("cost"))
     L += _caveats()
     return "\n".join(L)
@@ -371,6 +371,7 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     if inputs.get("tracks"):
         frames = pd.concat([pd.read_parquet(f) for f in inputs["tracks"]], ignore_index=True)
         extra["tracks"] = tracks_comparison(frames, best, tracks or {}, claims["protocol_conversion"])
+        extra["tracks_declared"] = tracks
     if benchmarks:
         extra["cost"] = run_cost(benchmarks, (protocol or {}).get("variants") or {})
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))

@@ -58,8 +58,29 @@ def tracks_comparison(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def tracks_section(table: pd.DataFrame | None) -> list[str]:
-    """The report's section on the tracks (:func:`tracks_comparison`), with the winner per cell and track."""
+def declared_lines(tracks_cfg: dict) -> list[str]:
+    """What the config declared for the tracks: repetitions, the law of K, each method's candidates and
+    fixed rule (the tuning budget of the private tracks, fixed before any data is seen)."""
+    selection, fixed = tracks_cfg.get("selection") or {}, (tracks_cfg.get("fixed") or {}).get("methods") or {}
+    L = [f"Declared: {tracks_cfg['repetitions']} repetitions per cell and track."]
+    if selection:
+        dist = selection["distribution"]
+        law = f"{dist['name']} ({', '.join(f'{k} {v}' for k, v in dist.items() if k != 'name')})"
+        L[0] += (f" Private selection: K ~ {law}; a share {selection['score_frac']:g} of each candidate's rho for "
+                 f"its score, per-example loss clipped to [0, {selection['score_clip']:g}].")
+    L += ["", "| method | private selection: variants x T | fixed rule: variant, T |", "|---|---|---|"]
+    for label in dict.fromkeys([*(selection.get("methods") or {}), *fixed]):
+        m, f = (selection.get("methods") or {}).get(label), fixed.get(label)
+        cand = (f"{', '.join(m['variants'])} x T in {{{', '.join(str(t) for t in m['iterations'])}}}" if m else "-")
+        rule = "-" if not f else f"{f['variant']}, T = " + (
+            f"snr, capped at {f['max_iterations']}" if f["iterations"] == "snr" else str(f["iterations"]))
+        L.append(f"| {label} | {cand} | {rule} |")
+    return L + [""]
+
+
+def tracks_section(table: pd.DataFrame | None, tracks_cfg: dict | None = None) -> list[str]:
+    """The report's section on the tracks (:func:`tracks_comparison`), with what was declared
+    (:func:`declared_lines`) and the winner per cell and track."""
     if table is None or not len(table):
         return []
 
@@ -75,6 +96,7 @@ def tracks_section(table: pd.DataFrame | None) -> list[str]:
          "excess loss over the repetitions of the whole procedure. *fixed rule*: one configuration fixed before "
          "any data is seen (T: an integer or the snr rule), at the full budget. *tuning iterations*: the mean "
          "total T of all candidates of one selection (its compute).", "",
+         *(declared_lines(tracks_cfg) if tracks_cfg else []),
          "| dataset | eps | method | oracle-tuned (upper bound) | private selection | fixed rule (T) | "
          "configurations | E[K] | tuning iterations |", "|---|---|---|---|---|---|---|---|---|"]
     for r in table.itertuples():
