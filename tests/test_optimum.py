@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from dpnewton.algorithms.optimum import find_optimum
+from dpnewton.algorithms.optimum import SETTLE_STEPS, SETTLED_REL, find_optimum
 from dpnewton.loss import LogisticProblem
 from tests.conftest import make_problem
 
@@ -27,6 +27,29 @@ def test_optimum_with_singular_hessian():
     opt = find_optimum(p)
     assert opt.converged
     assert opt.loss == pytest.approx(find_optimum(LogisticProblem(p0.Z)).loss, abs=1e-12)
+
+
+def test_a_gradient_below_its_floor_stops_when_the_loss_has_settled():
+    """With a tolerance no float64 gradient reaches, the settled-loss rule stops Newton: at the loss of the
+    gradient-converged run, SETTLE_STEPS steps after the loss stopped moving; with the default tolerance
+    the gradient rule stops it first."""
+    p = make_problem(n=300, d=5, seed=11, scale=2.0)
+    ref = find_optimum(p)
+    assert ref.converged and ref.criterion == "gradient"
+    opt = find_optimum(p, tol=1e-30)
+    assert opt.converged and opt.criterion == "settled" and opt.grad_norm > 1e-30
+    assert opt.loss == pytest.approx(ref.loss, rel=1e-14)
+    assert ref.iterations < opt.iterations <= ref.iterations + SETTLE_STEPS + 2
+    losses = [e["loss"] for e in opt.log[-SETTLE_STEPS:]]
+    assert max(losses) - min(losses) <= SETTLED_REL * abs(opt.loss)
+
+
+def test_a_moving_loss_is_not_settled():
+    """The rule needs SETTLE_STEPS steps of history: with an unreachable tolerance and fewer Newton steps
+    allowed, the run reports no convergence."""
+    p = make_problem(n=300, d=5, seed=11, scale=2.0)
+    opt = find_optimum(p, tol=1e-30, max_iter=SETTLE_STEPS - 1)
+    assert not opt.converged and opt.criterion == ""
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,8 @@ def compute_optimum(prepared: Path, out_npz: Path | None = None, out_json: Path 
     summary = {"dataset": data.name, "prepared_sha256": file_sha256(prepared), "n": problem.n,
                "d": problem.d, "loss_opt": opt.loss, "grad_norm": opt.grad_norm,
                "w_norm": float(np.linalg.norm(opt.w)), "newton_iterations": opt.iterations,
-               "tolerance": tol, "solver": "Newton, pseudo-inverse direction, Armijo halving",
+               "tolerance": tol, "stopped_by": opt.criterion,
+               "solver": "Newton, pseudo-inverse direction, Armijo halving",
                "log": opt.log}
     if test is not None:
         summary.update(holdout=fraction, n_test=test.n, train_accuracy=problem.accuracy(opt.w),
