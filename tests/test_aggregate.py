@@ -219,6 +219,37 @@ def test_per_epsilon_caps_change_only_their_jobs():
             expand(cfg)
 
 
+def test_a_dataset_pass_cap_enters_its_jobs_extension_rule():
+    algos = {"dp-gd": {"grid": "g", "max_iterations": 12}}
+    cfg = _cfg(algorithms=algos, tuning={"extend_grid": True, "factor": 2}, seeds_per_job=None)
+    before = expand(cfg)
+    cfg["datasets"]["synthetic"]["max_passes"] = 500
+    after = expand(cfg)
+    for k, j in after.job_index.items():
+        assert j.spec["extend"] == {**before.job_index[k].spec["extend"], "max_passes": 500}
+    from dpnewton.pipeline.plan import protocol_summary
+    assert protocol_summary(after)["dataset_max_passes"] == {"synthetic": 500}
+    assert protocol_summary(before)["dataset_max_passes"] == {}
+
+
+def test_pass_cap_in_iterations_known_answers():
+    from dpnewton.pipeline.frontier import pass_equivalents
+    from dpnewton.pipeline.jobs import pass_capped
+
+    ext = {"factor": 2, "max_iterations": 307200, "max_passes": 76800}
+    assert pass_capped(ext, "dp-gd", 12000, 784)["max_iterations"] == 76800        # one pass per step
+    first, per = pass_equivalents("hess-clip", 12000, 784)
+    cap = pass_capped(ext, "hess-clip", 12000, 784)["max_iterations"]
+    assert first + (cap - 1) * per <= 76800 < first + cap * per                     # the largest T that fits
+    first, per = pass_equivalents("precond-dp-gd", 12000, 784)
+    assert per == 1.0 and pass_capped(ext, "precond-dp-gd", 12000, 784)["max_iterations"] == int(76800 - first) + 1
+    assert pass_capped({**ext, "max_iterations": 256}, "hess-clip", 12000, 784)["max_iterations"] == min(256, cap)
+    assert pass_capped({**ext, "max_passes": 1}, "hess-clip", 12000, 784)["max_iterations"] == 1   # at least T = 1
+    assert pass_capped(ext, "aop", 12000, 784) == ext                               # no pass count: unchanged
+    assert pass_capped({"factor": 2, "max_iterations": 9}, "dp-gd", 10, 2) == {"factor": 2, "max_iterations": 9}
+    assert pass_capped(None, "dp-gd", 10, 2) is None
+
+
 def test_grid_extension_rule():
     from dpnewton.pipeline.jobs import next_extension
 

@@ -146,3 +146,10 @@ def test_unreadable_checkpoints_and_those_of_another_spec_are_recomputed(prepare
     _run(prepared, ref, _spec(step=2.0))
     for got, want in zip(_tables(out), _tables(ref)):
         pd.testing.assert_frame_equal(got, want)
+
+
+def test_a_pass_cap_stops_the_extension(prepared, tmp_path):
+    """The same job with the dataset's cap of 8 pass-equivalents (DP-GD: one per step) stops at T = 8."""
+    _run(prepared, tmp_path / "capped", {**_spec(), "extend": {"factor": 2, "max_iterations": 16, "max_passes": 8}})
+    rows, _ = _tables(tmp_path / "capped")
+    assert sorted(rows["iterations"].unique()) == [1, 2, 4, 8]

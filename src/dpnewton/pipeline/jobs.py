@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import platform
 import shutil
@@ -47,6 +48,7 @@ from ..holdout import heldout_metrics
 from ..io import atomic_path, atomic_write_text
 from ..privacy import default_delta
 from ..problems import file_sha256, load_split_from_prepared
+from .frontier import pass_equivalents
 from .plan import config_hash
 from .selection import best_t, mean_per_t
 
@@ -203,7 +205,7 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     rows, curves = [], []
     seeds = list(spec["seeds"])
     base = spec.get("base_algorithm") or spec["algorithm"]
-    ext = spec.get("extend")
+    ext = pass_capped(spec.get("extend"), base, problem.n, problem.d, spec.get("hyper"))
     partial = checkpoint_dir(rows_out)
     grid_round, grid = 0, list(Ts)
     while True:
@@ -318,6 +320,20 @@ def best_mean_t(rows: list[dict]) -> tuple[int | None, list[int]]:
     argmin over T of the mean excess loss over seeds; non-finite means never win."""
     means = mean_per_t(pd.DataFrame(rows)[["iterations", "excess_loss"]].astype(float))
     return best_t(means), [int(t) for t in means.index]
+
+
+def pass_capped(ext: dict | None, algorithm: str, n: int, d: int, hyper: dict | None = None) -> dict | None:
+    """The extension rule with its ``max_passes`` (the dataset's cap in pass-equivalents per run) turned
+    into iterations: ``max_iterations`` becomes the smaller of itself and the largest T with
+    first + (T - 1) x per <= max_passes (:func:`.frontier.pass_equivalents`; at least 1). Unchanged
+    without a pass cap, or for an algorithm without a pass count (one-shot methods)."""
+    if not ext or "max_passes" not in ext:
+        return ext
+    first, per = pass_equivalents(algorithm, n, d, hyper)
+    if not (math.isfinite(first) and math.isfinite(per) and per > 0):
+        return ext
+    by_passes = max(1, int(math.floor((ext["max_passes"] - first) / per)) + 1)
+    return {**ext, "max_iterations": min(int(ext["max_iterations"]), by_passes)}
 
 
 def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[int]:

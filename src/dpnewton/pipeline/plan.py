@@ -232,13 +232,16 @@ def studies(cfg: dict) -> list[dict]:
     return [e for e in entries if e["enabled"]]
 
 
-def extension_spec(cfg: dict, algo: dict, eps: str) -> dict | None:
-    """Grid-extension rule of one algorithm's jobs at epsilon label ``eps`` (None: no extension)."""
+def extension_spec(cfg: dict, algo: dict, eps: str, max_passes: int | None = None) -> dict | None:
+    """Grid-extension rule of one algorithm's jobs at epsilon label ``eps`` (None: no extension);
+    ``max_passes``: the dataset's cap in pass-equivalents per run (absent from the rule without one, so
+    that the job specs and their hashes of datasets without a cap do not change)."""
     tuning = cfg["tuning"]
     cap = algo["max_iterations_by_epsilon"].get(eps, algo["max_iterations"])
     if not tuning["extend_grid"] or cap is None:
         return None
-    return {"factor": int(tuning["factor"]), "max_iterations": cap}
+    rule = {"factor": int(tuning["factor"]), "max_iterations": cap}
+    return rule if max_passes is None else {**rule, "max_passes": int(max_passes)}
 
 
 def curve_epsilons(cfg: dict) -> list[str]:
@@ -270,7 +273,8 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
         ok, why = (dataset_available(name, data_dir, cfg["allow_download"], options)
                    if check_data else (True, ""))
         if ok:
-            datasets[name] = {"options": options, "optional": bool(entry["optional"])}
+            datasets[name] = {"options": options, "optional": bool(entry["optional"]),
+                              "max_passes": entry.get("max_passes")}     # absent = no cap
         elif entry["optional"]:
             dropped[name] = why
             warnings.append(f"optional dataset {name!r} dropped: {why}")
@@ -332,7 +336,7 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
                 "hyper": algos[alg]["hyper"], "conversion": conv, "primary": conv == primary,
                 "epsilon": eps_values[e], "eps_label": e, "delta": cfg["delta"],
                 "seeds": chunk_seeds, "iterations": algos[alg]["iterations"],
-                "extend": extension_spec(cfg, algos[alg], e),
+                "extend": extension_spec(cfg, algos[alg], e, datasets[ds]["max_passes"]),
                 "curves_max_points": max_points if e in curves else 0,
             }
             if holdout is not None:
@@ -362,6 +366,7 @@ def protocol_summary(plan: Plan) -> dict:
                                if v["max_iterations_by_epsilon"] else v["max_iterations"])
                            for a, v in plan.algorithms.items()}
         if cfg["tuning"]["extend_grid"] else {},
+        "dataset_max_passes": {ds: v["max_passes"] for ds, v in plan.datasets.items() if v["max_passes"] is not None},
         "selection": "best T = argmin over the T grid of the mean last-iterate excess loss over seeds "
                      "(non-private tuning, as in the paper)",
         "n_jobs": len(plan.jobs), "config_hash": config_hash(cfg if plan.given is None else plan.given),

@@ -172,11 +172,15 @@ def _tuning_budget(budget: dict) -> list[str]:
             "paper*.", ""]
 
 
-def _tuning_section(cfg: pd.DataFrame, variants: dict, budget: dict | None = None) -> list[str]:
+def _tuning_section(cfg: pd.DataFrame, variants: dict, budget: dict | None = None,
+                    pass_caps: dict | None = None) -> list[str]:
+    caps = "; ".join(f"on {ds} also at {p} pass-equivalents per run (the frontier's cost model: DP-GD T <= {p}, "
+                     "a Newton step costs d-dependent passes)" for ds, p in (pass_caps or {}).items())
     L = ["", "## Tuning (non-private) and configurations tried", "", *_tuning_budget(budget or {}),
          "Every iterative method's T grid is extended inside its job while its best mean-over-seeds T is at an "
-         "edge: upwards (x2, up to a declared cap) from the largest T, downwards (/2, down to T=1) from the "
-         "smallest. A best T = 1 is the smallest admissible T, not an edge.", "",
+         "edge: upwards (x2, up to a declared cap" + (f"; {caps}" if caps else "") + ") from the largest T, "
+         "downwards (/2, down to T=1) from the smallest. A best T = 1 is the smallest admissible T, not an edge.",
+         "",
          "A *cell* is (dataset, conversion, epsilon); a *configuration cell* is (configuration, cell). "
          "Edges after extension: `high` = best T still at the cap, `low` = best T still the smallest T while "
          "above 1 (only when the grid extension is off).", "",
@@ -339,7 +343,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L = _introduction(extra, p, baseline)
     L += _verdict_sections(verdicts, extra)
     L += _table1_section(extra["table1"])
-    L += _tuning_section(extra["configurations"], p.get("variants") or {}, extra.get("tuning_budget"))
+    L += _tuning_section(extra["configurations"], p.get("variants") or {}, extra.get("tuning_budget"),
+                         p.get("dataset_max_passes"))
     L += _plans_section(privacy_plans(p.get("variants") or {}))
     L += _divergence_section(extra["divergence"], baseline)
     L += _robustness_section(extra["robustness"])
