@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg
+from threadpoolctl import threadpool_limits
 
 from ..loss import LogisticProblem
 from .newton import newton_iterate
@@ -88,7 +89,8 @@ def find_optimum(problem: LogisticProblem, tol: float = 1e-10, max_iter: int = 5
     def stalled(s, s_new, t):
         return s["f"] - s_new["f"] <= 0 and t < 1e-12
 
-    w, s, iterations, ok = newton_iterate(np.zeros(problem.d), evaluate, converged, direction, step_length,
-                                          max_iter, lambda s: s["gn"] <= tol, stalled)
+    with threadpool_limits(1):     # one BLAS thread: the result's bits must not depend on the machine
+        w, s, iterations, ok = newton_iterate(np.zeros(problem.d), evaluate, converged, direction, step_length,
+                                              max_iter, lambda s: s["gn"] <= tol, stalled)
     criterion = "" if not ok else "gradient" if s["gn"] <= tol else "settled"
     return OptimumResult(w, s["f"], s["gn"], iterations, ok, log, criterion)
