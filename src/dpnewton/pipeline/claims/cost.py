@@ -10,6 +10,8 @@ benchmark file (``benchmarks/pipeline.py --analyze`` adds them from the job logs
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -24,12 +26,18 @@ RULE_PARTS = {"time_updates": "timing stage", "prepare_data": "data and optimum"
               "optimum_holdout": "data and optimum"}
 
 
+@lru_cache(maxsize=None)
+def _configuration_part(algorithm: str, base: str, hyper_json: str) -> str:
+    """One configuration's part (a run job's benchmark file names only its configuration)."""
+    row = pd.DataFrame([{"algorithm": algorithm, "base_algorithm": base, "hyper": hyper_json}])
+    return "paper's methods" if bool(is_paper_configuration(row).iloc[0]) else "beyond the paper"
+
+
 def _run_job_part(path: str, variants: dict) -> str:
     """results/benchmarks/run_job/{dataset}/{algorithm}/... -> the part of its configuration."""
     algorithm = Path(path).parts[-4]
     v = variants.get(algorithm, {"algorithm": algorithm, "hyper": {}})
-    row = pd.DataFrame([{"algorithm": algorithm, "base_algorithm": v["algorithm"], "hyper": v["hyper"]}])
-    return "paper's methods" if bool(is_paper_configuration(row).iloc[0]) else "beyond the paper"
+    return _configuration_part(algorithm, v["algorithm"], json.dumps(v["hyper"], sort_keys=True))
 
 
 def _part(rule: str, path: str, variants: dict) -> str:

@@ -62,6 +62,7 @@ def declared_lines(tracks_cfg: dict) -> list[str]:
     """What the config declared for the tracks: repetitions, the law of K, each method's candidates and
     fixed rule (the tuning budget of the private tracks, fixed before any data is seen)."""
     selection, fixed = tracks_cfg.get("selection") or {}, (tracks_cfg.get("fixed") or {}).get("methods") or {}
+    candidates = selection.get("methods") or {}
     L = [f"Declared: {tracks_cfg['repetitions']} repetitions per cell and track."]
     if selection:
         dist = selection["distribution"]
@@ -69,8 +70,8 @@ def declared_lines(tracks_cfg: dict) -> list[str]:
         L[0] += (f" Private selection: K ~ {law}; a share {selection['score_frac']:g} of each candidate's rho for "
                  f"its score, per-example loss clipped to [0, {selection['score_clip']:g}].")
     L += ["", "| method | private selection: variants x T | fixed rule: variant, T |", "|---|---|---|"]
-    for label in dict.fromkeys([*(selection.get("methods") or {}), *fixed]):
-        m, f = (selection.get("methods") or {}).get(label), fixed.get(label)
+    for label in label_variants(tracks_cfg):       # every method label of either track, in config order
+        m, f = candidates.get(label), fixed.get(label)
         cand = (f"{', '.join(m['variants'])} x T in {{{', '.join(str(t) for t in m['iterations'])}}}" if m else "-")
         rule = "-" if not f else f"{f['variant']}, T = " + (
             f"snr, capped at {f['max_iterations']}" if f["iterations"] == "snr" else str(f["iterations"]))
