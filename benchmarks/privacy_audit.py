@@ -168,7 +168,8 @@ def write_doc(rows: list[dict], args, total_seconds: float, audited: list[str] |
         f"methods get rho = {first['rho']:.4f} from the exact GDP conversion (`conversion=\"gdp\"`, the largest "
         "rho any of the package's conversions grants, so the claim is as tight as the accounting allows). The "
         "minibatch methods (dp-sgd, minibatch-*) calibrate their multipliers with the subsampled-Gaussian RDP "
-        "accountant to (epsilon, delta) directly, AOP and objpert split (epsilon, delta) themselves; their rho column is empty.",
+        "accountant to (epsilon, delta) directly, AOP and objpert split (epsilon, delta) themselves; their rho "
+        "column is empty.",
         "* What runs: the production optimizer (`get_algorithm(name).run`) on crafted `RunContext`s. Every trial "
         "starts at the pair's w0 (a generator stand-in pins the start draw and records the later Gaussian and "
         f"uniform draws; AOP draws no start). {args.trials} trials per side.",

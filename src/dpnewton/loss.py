@@ -47,8 +47,9 @@ def logistic_loss_terms(m: np.ndarray) -> np.ndarray:
 
     The split ``np.logaddexp(0, -m)`` makes per element, done with whole-array ufuncs, which use
     numpy's SIMD exp and log1p (several times faster than logaddexp, whose cost was a fifth of a
-    DP-GD step on adult). Results agree with logaddexp to the last bit or two. Every run's per-iterate loss and every line search go through
-    it (via :meth:`LogisticProblem.loss_from_margins`). Allocates two arrays of m's size.
+    DP-GD step on adult). Results agree with logaddexp to the last bit or two. Every run's
+    per-iterate loss and every line search go through it (via :meth:`LogisticProblem.loss_from_margins`).
+    Allocates two arrays of m's size.
     """
     m = np.asarray(m, dtype=np.float64)
     terms = np.abs(m)

@@ -5,12 +5,12 @@ t = 1, Armijo constant 1e-4, down to 1e-20) line search, until ||grad|| <= tol (
 until the loss has *settled*: over the last :data:`SETTLE_STEPS` Newton steps it moved by at most
 :data:`SETTLED_REL` x |loss| while ||grad|| <= :data:`SETTLED_GRAD`. The second rule is for data with
 a nearly separable part (fashion-mnist: ||w*|| ~ 7e5), where the computed gradient stalls at a
-floating-point floor just above 1e-10 while the loss, which the excess loss subtracts, no longer
-moves beyond its own rounding (about 1e-12 relative there, from margins of order 1e5). It stops early when no step passes, or when a step below 1e-12 does not
-lower the loss. The Hessian of a real dataset is often singular (collinear
-one-hot groups plus the bias), so the direction is the pseudo-inverse solution restricted to
-eigenvalues above a relative cutoff; the gradient always lies in the row space of Z, where the
-Hessian is invertible.
+floating-point floor just above 1e-10 while the loss no longer moves beyond its own rounding (about
+1e-12 relative there, from margins of order 1e5); the loss reached still depends on the path by about
+1e-6 (docs/algorithms.md §8). It stops early when no step passes, or when a step below 1e-12 does not
+lower the loss. The Hessian of a real dataset is often singular (collinear one-hot groups plus the
+bias), so the direction is the pseudo-inverse solution restricted to eigenvalues above a relative
+cutoff; the gradient always lies in the row space of Z, where the Hessian is invertible.
 """
 
 from __future__ import annotations
