@@ -18,6 +18,7 @@ from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .cost import cost_section, run_cost
 from .evaluation import budget_winner, evaluate
+from .headline import headline
 from .paper import PAPER_TABLE1, paper_claim
 from .tables import CODE_COLUMNS, accounting_share, privacy_plans
 from .tuning_tracks import tracks_comparison, tracks_section
@@ -337,10 +338,12 @@ def _caveats() -> list[str]:
 
 
 def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baseline: pd.DataFrame) -> str:
-    """The report: settings, summary and verdict tables, Table 1 cells, tuning, divergence,
+    """The report: in short, settings, summary and verdict tables, Table 1 cells, tuning, divergence,
     robustness, code versions and caveats (``extra`` as :func:`~.evaluation.evaluate` returns it)."""
     p = protocol or {}
     L = _introduction(extra, p, baseline)
+    first = L.index("## Settings")
+    L[first:first] = headline(verdicts, extra, extra["conv"]["a"])
     L += _verdict_sections(verdicts, extra)
     L += _table1_section(extra["table1"])
     L += _tuning_section(extra["configurations"], p.get("variants") or {}, extra.get("tuning_budget"),
