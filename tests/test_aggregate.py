@@ -192,6 +192,12 @@ def test_variants_epsilon_restriction_studies_and_extension_spec():
     p = protocol_summary(plan)
     assert p["configurations_per_algorithm"] == {"dp-gd": 2}  # reset runs are not tuning configurations
     assert p["grid_extension"]["dp-gd-s16"] == 12
+    from dpnewton.pipeline.protocol_text import protocol_markdown
+    md = protocol_markdown(p)
+    assert ("conversion: bs16 for every algorithm; conversion study: dp-gd, hess-clip-reset under gdp at epsilon 0.1; "
+            "conversion study: dp-gd under official-fsolve;") in md
+    assert "dp-gd-s16 (= dp-gd with {'step': 16.0}): " in md and "T x 2, repeatedly" in md
+    assert "Caps: dp-gd 12; dp-gd-s16 12;" in md and "configurations per algorithm (tuning budget): dp-gd 2;" in md
     with pytest.raises(ValueError, match="not a registered algorithm"):
         expand(_cfg(algorithms={"x": {"algorithm": "nope", "grid": "g"}}))
 

@@ -50,6 +50,12 @@ rule aggregate:
         table1_md="results/tables/table1.md",
         edges_md="results/tables/best_T_edges.md",
         protocol="results/tables/protocol.json",
+        protocol_md=report(
+            "results/tables/protocol.md",
+            caption="../report/protocol.rst",
+            category="Protocol",
+            labels={"table": "protocol of this run"},
+        ),
         best_curves="results/tables/best_curves.parquet",
         floor_parquet="results/tables/floor.parquet",
         floor_csv=report(

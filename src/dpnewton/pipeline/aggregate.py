@@ -6,7 +6,8 @@ All functions take and return pandas frames so they can be unit-tested on hand-m
 * Means and medians propagate NaN/inf: a seed that diverged makes its (cell, T) non-finite, and
   non-finite means never win the selection.
 * Best T per (dataset, algorithm, conversion, epsilon) = argmin over the T grid of the mean
-  last-iterate excess loss over seeds; ties go to the smaller T; non-finite means never win.
+  excess loss of the released model (the last iterate, or the averaged one with ``average``) over
+  seeds; ties go to the smaller T; non-finite means never win.
   This uses the excess loss itself, so it is *non-private* tuning (as in the paper).
 * Accuracies and the test log-loss (``train_accuracy``, and with a holdout ``test_accuracy`` and
   ``test_log_loss``) are summarised like the excess loss, and reported at the best T chosen on

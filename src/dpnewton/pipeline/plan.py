@@ -366,8 +366,11 @@ def protocol_summary(plan: Plan) -> dict:
                                if v["max_iterations_by_epsilon"] else v["max_iterations"])
                            for a, v in plan.algorithms.items()}
         if cfg["tuning"]["extend_grid"] else {},
+        "grid_extension_factor": int(cfg["tuning"]["factor"]) if cfg["tuning"]["extend_grid"] else None,
+        "conversion_studies": [{"algorithms": s["algorithms"] or [s["algorithm"]], "conversions": s["conversions"],
+                                "datasets": s["datasets"], "epsilons": s["epsilons"]} for s in studies(cfg)],
         "dataset_max_passes": {ds: v["max_passes"] for ds, v in plan.datasets.items() if v["max_passes"] is not None},
-        "selection": "best T = argmin over the T grid of the mean last-iterate excess loss over seeds "
+        "selection": "best T = argmin over the T grid of the mean excess loss of the released model over seeds "
                      "(non-private tuning, as in the paper)",
         "n_jobs": len(plan.jobs), "config_hash": config_hash(cfg if plan.given is None else plan.given),
         **holdout,

@@ -13,6 +13,7 @@ from ..io import atomic_write_json, atomic_write_text
 from ..problems import load_problem_from_prepared
 from . import aggregate as agg
 from .jobs import HOST_COLUMNS, utc_timestamp
+from .protocol_text import protocol_markdown
 from .timing import cost_lookup, load_costs
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -20,7 +21,8 @@ log = logging.getLogger("dpnewton.pipeline")
 
 def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: dict, conversion: str,
               prepared=None, holdout=None) -> dict:
-    """Build and write runs, summary, best_T, baseline, update_costs, table1(_long), edges, protocol,
+    """Build and write runs, summary, best_T, baseline, update_costs, table1(_long), edges, protocol (JSON,
+    and in words: :mod:`dpnewton.pipeline.protocol_text`),
     best_curves, heldout when ``out`` names it (holdout on), and frontier when ``out`` names it
     (:mod:`dpnewton.pipeline.frontier`: best excess loss per method within a runtime or pass budget). ``timings`` are the timing rule's raw
     CSV files (:mod:`dpnewton.pipeline.timing`).
@@ -67,6 +69,7 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
     curves_frame = agg.best_curves(agg.load_curves(curves), best)
     agg.write_frame(curves_frame, out["best_curves"])
     prov = runs[["config_hash", "package_version", "git_revision"]].drop_duplicates()
+    atomic_write_text(out["protocol_md"], protocol_markdown(protocol))
     atomic_write_json(out["protocol"], {
         **protocol, "n_runs": int(len(runs)), "n_cells": int(len(best)),
         "cells_at_grid_edge": int(best["at_edge"].sum()), "ledger_mismatches": int(len(bad)),

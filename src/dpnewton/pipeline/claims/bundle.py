@@ -35,6 +35,8 @@ TABLES = {
     "private_selection.csv": "the private-selection track (Papernot-Steinke selection inside the budget)",
     "fixed_rule.csv": "the fixed-rule track (no tuning)",
     "resources.csv": "resource use per rule (wall, CPU, peak memory) from the jobs' benchmark files",
+    "protocol.md": "the run's protocol in words (datasets, epsilons, conversions, grids and caps, tuning "
+                   "budget, selection rule)",
     "protocol.json": "the run's protocol: config hash, datasets and their sha256, grids and caps, "
                      "configurations, software and host",
 }
