@@ -292,8 +292,15 @@ def claims_files(folder="results"):
 
 def claims_bundle_tables():
     """The aggregate tables figures/claims/ carries (dpnewton.pipeline.claims.bundle.TABLES)."""
-    names = ["best_T.csv", "best_T_edges.md", "table1.md", "update_costs.csv", "frontier.csv", "floor.csv",
-             "protocol.md"]
+    names = [
+        "best_T.csv",
+        "best_T_edges.md",
+        "table1.md",
+        "update_costs.csv",
+        "frontier.csv",
+        "floor.csv",
+        "protocol.md",
+    ]
     return [f"results/tables/{n}" for n in names] + track_tables("csv") + [RESOURCE_TABLES[1]]
 
 
