@@ -21,6 +21,10 @@ written, and Snakemake's mtime trigger would rerun the jobs whose inputs look ne
 
     python benchmarks/claims_run.py save RUN_DIR [--archive benchmarks/claims_run]
     python benchmarks/claims_run.py restore RUN_DIR --configfile config/claims.yaml [--cores 2]
+    python benchmarks/claims_run.py status --configfile config/claims.yaml [--archive ...]
+
+``status`` counts, per dataset, the run and track jobs of the config's plan whose rows the archive
+holds, and sums the CPU time of their benchmark records.
 """
 
 from __future__ import annotations
@@ -36,6 +40,12 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
+from dpnewton.pipeline.config import load_config
+from dpnewton.pipeline.plan import expand
+from dpnewton.pipeline.resources import read_benchmark
+from dpnewton.pipeline.tracks import expand_tracks
 from dpnewton.problems import file_sha256
 
 REPO_DIR = Path(__file__).resolve().parent.parent
@@ -147,21 +157,46 @@ def restore(run: Path, archive: Path, configfile: Path, cores: int) -> dict:
     return {"files": len(held), "optima_checked": checked}
 
 
+def status(archive: Path, configfile: Path) -> dict:
+    """Per dataset: finished / planned run jobs and track jobs, and the CPU-hours their benchmark
+    records hold (the last attempt of each job; cut-off attempts are not counted)."""
+    cfg = load_config(yaml.safe_load(configfile.read_text()))
+    plan = expand(cfg, check_data=False)
+    stems = [("run_job", job.dataset, job.stem) for job in plan.jobs]
+    stems += [("run_track", spec["dataset"], stem) for stem, spec in expand_tracks(cfg, plan)]
+    out: dict[str, dict] = {}
+    for rule, dataset, stem in stems:
+        rec = out.setdefault(dataset, {"run_job": [0, 0], "run_track": [0, 0], "cpu_h": 0.0})
+        rec[rule][1] += 1
+        if (archive / f"{stem}.csv").is_file():
+            rec[rule][0] += 1
+            kind = "runs" if rule == "run_job" else "tracks"
+            bench = archive / stem.replace(f"results/{kind}/", f"results/benchmarks/{rule}/", 1)
+            bench = bench.with_name(bench.name + ".tsv")
+            if bench.is_file():
+                rec["cpu_h"] += float(read_benchmark(bench)["cpu_time"].mean()) / 3600
+    return {ds: {**r, "cpu_h": round(r["cpu_h"], 2)} for ds, r in out.items()}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=["save", "restore"])
-    parser.add_argument("run", type=Path, help="the pipeline's run directory (snakemake --directory)")
+    parser.add_argument("action", choices=["save", "restore", "status"])
+    parser.add_argument("run", type=Path, nargs="?", help="the pipeline's run directory (snakemake --directory)")
     parser.add_argument("--archive", type=Path, default=DEFAULT_ARCHIVE)
-    parser.add_argument("--configfile", type=Path, help="restore: the run's config (for prepare_data)")
+    parser.add_argument("--configfile", type=Path, help="restore and status: the run's config")
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.action != "save" and args.configfile is None:
+        parser.error(f"{args.action} needs --configfile")
+    if args.action != "status" and args.run is None:
+        parser.error(f"{args.action} needs the run directory")
     if args.action == "save":
         summary = save(args.run, args.archive)
-    else:
-        if args.configfile is None:
-            parser.error("restore needs --configfile")
+    elif args.action == "restore":
         args.run.mkdir(parents=True, exist_ok=True)
         summary = restore(args.run, args.archive, args.configfile, args.cores)
+    else:
+        summary = status(args.archive, args.configfile)
     print(json.dumps(summary))
 
 

@@ -110,3 +110,14 @@ def test_restore_refuses_an_optimum_of_other_data(saved, tmp_path):
                           "--configfile", str(saved["config"]), check=False)
     assert result.returncode != 0
     assert "different sha256" in result.stderr
+
+
+def test_status_counts_the_archived_jobs_of_the_plan(saved):
+    result = json.loads(archive_tool("status", "--archive", str(saved["archive"]),
+                                     "--configfile", str(saved["config"])).stdout)
+    assert list(result) == ["synthetic"]
+    assert result["synthetic"]["run_job"] == [1, 1] and result["synthetic"]["run_track"] == [0, 0]
+    assert result["synthetic"]["cpu_h"] >= 0
+    empty = json.loads(archive_tool("status", "--archive", str(saved["tmp"] / "nothing"),
+                                    "--configfile", str(saved["config"])).stdout)
+    assert empty["synthetic"]["run_job"] == [0, 1]
