@@ -134,9 +134,9 @@ def check_optima(run: Path) -> list[str]:
     return checked
 
 
-def order_mtimes(run: Path, now: float | None = None) -> None:
+def order_mtimes(run: Path) -> None:
     """Prepared data, then the optimum, then everything else, one second apart."""
-    now = time.time() if now is None else now
+    now = time.time()
     for rel in state_files(run).keys() | {p.relative_to(run) for p in (run / "results" / "data").glob("*")}:
         stamp = now - 2 if is_prepared_data(rel) else now - 1 if is_optimum(rel) else now
         os.utime(run / rel, (stamp, stamp))
