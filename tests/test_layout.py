@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,13 @@ def test_lint_and_format():
     fmt = subprocess.run([str(snakefmt), "--check", "Snakefile", "workflow/"], cwd=REPO, capture_output=True,
                          text=True, timeout=300)
     assert fmt.returncode == 0, fmt.stderr[-3000:]
+
+
+def test_python_lines_fit_the_line_length():
+    """No line of ``src/**/*.py`` is longer than the project's line length (``[tool.snakefmt]
+    line_length`` of pyproject.toml)."""
+    limit = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["snakefmt"]["line_length"]
+    long = [f"{path.relative_to(REPO)}:{i} ({len(line)} characters)"
+            for path in sorted((REPO / "src").rglob("*.py"))
+            for i, line in enumerate(path.read_text().splitlines(), start=1) if len(line) > limit]
+    assert not long, f"lines longer than {limit} characters:\n" + "\n".join(long)

@@ -133,7 +133,8 @@ def _cmd_floor(args) -> int:
         print(f"{SHORT_LABEL} (not a lower bound) of {record['dataset']} (n={record['n']}, d={record['d']}) at "
               f"epsilon={record['epsilon']:g}, delta={record['delta']:.3g} ({record['conversion']}: "
               f"rho={record['rho']:.6g})")
-        print(f"  F*                          {record['ridge_floor']:.6g}  (ridge lambda* = {record['ridge_lambda']:.6g})")
+        print(f"  F*                          {record['ridge_floor']:.6g}  "
+              f"(ridge lambda* = {record['ridge_lambda']:.6g})")
         print(f"  trivial w=0 (ln 2 - loss*)  {record['trivial_excess_loss']:.6g}  "
               f"(on the quadratic model {record['quadratic_trivial_excess_loss']:.6g})")
         print(f"  loss*                       {record['loss_opt']:.10g}")

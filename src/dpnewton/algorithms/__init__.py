@@ -3,8 +3,9 @@
 Each entry maps the algorithm name used on the CLI, in configs and in result tables to a runner
 ``run(problem, contexts, hyper) -> list[RunResult]`` and, for the zCDP methods whose releases are
 Gaussian with planned shares, its privacy plan ``plan(hyper, n, d, T, rho) -> PrivacyPlan``
-(:mod:`dpnewton.privacy.plan`; None for the accountant- or (epsilon, delta)-calibrated methods). ``hyper`` is a dict of hyper-parameters;
-unknown keys raise ``ValueError`` naming them. :func:`register` makes every registered runner
+(:mod:`dpnewton.privacy.plan`; None for the accountant- or (epsilon, delta)-calibrated methods).
+``hyper`` is a dict of hyper-parameters; unknown keys raise ``ValueError`` naming them.
+:func:`register` makes every registered runner
 return its results with ``train_accuracy`` set (:func:`with_train_accuracy`).
 """
 
@@ -114,7 +115,8 @@ register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd)
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", batched=True,
                        nonprivate="line-search step size",
-                       plan=planner(OracleConfig, lambda cfg, n, d, T, rho: gradient_plan(cfg, n, d, T, rho, "dp-gd-oracle"))))
+                       plan=planner(OracleConfig,
+                                    lambda cfg, n, d, T, rho: gradient_plan(cfg, n, d, T, rho, "dp-gd-oracle"))))
 register(AlgorithmSpec("damped-newton", runner(DampedNewtonConfig, run_damped_newton),
                        "damped private Newton of [Medina21]",
                        nonprivate="damped step size log(1+beta)/beta from the exact Hessian",

@@ -237,8 +237,9 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     """Run a batch of runs together: ``W_{t+1} = step(W_t, M_t, G_t, active_contexts, t)``.
 
     W has one row per active run; the margins M = Z W^T and the mean gradients G come from one
-    blocked pass over Z that serves every run (:meth:`LogisticProblem.margins_and_grads`). Runs with smaller T drop out of the batch when done. A run's
-    update time is the batch step time divided by the number of runs in the step.
+    blocked pass over Z that serves every run (:meth:`LogisticProblem.margins_and_grads`). Runs with
+    smaller T drop out of the batch when done. A run's update time is the batch step time divided by
+    the number of runs in the step.
 
     ``average`` as in :func:`iterate_single`: each run's window w_a..w_T follows its own T
     (:func:`average_window`); its running sums of w_s and of its margin column m_s (d + n floats

@@ -32,7 +32,8 @@ Random stream of one step (documented so tests can replay it): Poisson mask(s) f
 
 Defaults: expected batch sizes b = round(n/10) (``batch_frac = 0.1``; the released code has no
 defaults), lambda = b_h^(-2/3) (public; the order of magnitude the adaptive rule
-(tr H/(b_h^2 rho))^(1/3) gives, see :func:`default_lambda`). Set ``batch_grad``/``batch_hess``/``batch_size`` to override.
+(tr H/(b_h^2 rho))^(1/3) gives, see :func:`default_lambda`). Set
+``batch_grad``/``batch_hess``/``batch_size`` to override.
 """
 
 from __future__ import annotations

@@ -133,7 +133,8 @@ def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertCo
         theta_hat, reached, steps = minimize_objective(problem, params["Lambda"], b, params["gamma"],
                                                        MAX_NEWTON_ITERATIONS)
     except RuntimeError as err:
-        raise RuntimeError(f"objpert: {err} (objpert's cap: dpnewton.algorithms.objpert.MAX_NEWTON_ITERATIONS)") from err
+        raise RuntimeError(f"objpert: {err} "
+                           "(objpert's cap: dpnewton.algorithms.objpert.MAX_NEWTON_ITERATIONS)") from err
     theta = theta_hat + params["sigma_out"] * rng.standard_normal(d)
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt

@@ -11,7 +11,8 @@ margin 0: q(0) = 1/4). The method
 3. sets P = Psi_lambda(B~), the eigenvalue clip at lambda of docs/algorithms.md §2.1, with the
    data-independent lambda = lambda_mult * s_B * sqrt(d) (about lambda_mult/2 times the spectral
    norm 2 s_B sqrt(d) of the noise S; ``lambda_mode="adaptive"``: the double-noise method's
-   private minimum-eigenvalue rule on tr B~, :func:`adaptive_curvature_lambda`), and factors it once (one ``eigh``: P^-1 = V diag(1/max(v, lambda)) V^T);
+   private minimum-eigenvalue rule on tr B~, :func:`adaptive_curvature_lambda`), and factors it once
+   (one ``eigh``: P^-1 = V diag(1/max(v, lambda)) V^T);
 4. runs T steps w <- w - eta P^-1 (g(w) + N(0, s_g^2 I)) with DP-GD's gradient release
    (sensitivity 1/n, rho_g = (1 - precond_frac) rho/T each; :func:`.gradient_descent._noisy_gradients`).
 

@@ -155,7 +155,8 @@ def _check_blob(path: Path, blob: str, verify: bool, archive: Path | None = None
 # --------------------------------------------------------------------------- builders
 
 
-def build_libsvm_named(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, ctx: Context | None = None) -> Built:
+def build_libsvm_named(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict,
+                       ctx: Context | None = None) -> Built:
     from sklearn.preprocessing import StandardScaler  # imported on use: scikit-learn costs ~0.6 s at start-up
 
     prep = opts["prep"]
@@ -269,7 +270,8 @@ def build_synthetic(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dic
     return Built(X, y, "synthetic-v1", {"-1": -1.0, "+1": 1.0}, {"w_star": "ones"})
 
 
-def build_fashion_mnist(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, ctx: Context | None = None) -> Built:
+def build_fashion_mnist(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict,
+                        ctx: Context | None = None) -> Built:
     img_path, lab_path = files["images"].path, files["labels"].path
     images, labels = read_idx(img_path), read_idx(lab_path)
     if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:

@@ -73,7 +73,8 @@ _SPECS = [
     _libsvm("w5a", "w5a", "50599ff799c35726061b747912c106ee1b084280411c086f10e5adb3487c3993", 300, (9888, 301)),
     _libsvm("w7a", "w7a", "bd02f445a1a2f4aaefd27d7dcc31f1f6a8521f904157f2ee7c96d1294cd26e36", 300, (24692, 301)),
     _libsvm("w8a", "w8a", "6a9fa8fd5f524303240a5db07d4b3d4a51e8b7b4b20a914105d8e3e8c81640f2", 300, (49749, 301)),
-    _libsvm("phishing", "phishing", "0cf66ef36604c393da9359b2e5d894a2df8aee31fd184633cefa138add2ef08a", 68, (11055, 69)),
+    _libsvm("phishing", "phishing", "0cf66ef36604c393da9359b2e5d894a2df8aee31fd184633cefa138add2ef08a", 68,
+            (11055, 69)),
     DatasetSpec(
         name="adult",
         description="UCI Adult (adult.data + adult.test), dpml-benchmark recipe, prepend 1",

@@ -156,7 +156,8 @@ def missing_error(src: SourceFile, data_dir: Path | None, cache_dir: Path,
     where = (
         f"put it at {data_dir / src.subdir / src.filename} (then pass the same data_dir)"
         if data_dir is not None
-        else f"put it at {cache_dir / 'downloads' / src.filename} or pass data_dir=DIR with DIR/{src.subdir}/{src.filename}"
+        else f"put it at {cache_dir / 'downloads' / src.filename} "
+             f"or pass data_dir=DIR with DIR/{src.subdir}/{src.filename}"
     )
     url = f"; download it from {' or '.join(src.urls)}" if src.urls else ""
     why = ""

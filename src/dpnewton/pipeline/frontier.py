@@ -242,7 +242,8 @@ def frontier_table(summary: pd.DataFrame, dims: dict, costs: dict, budgets: dict
         x = long[long["measure"] == m][KEYS + PER_MEASURE]
         parts.append(x.rename(columns={c: PREFIX[m] + c for c in PER_MEASURE}).set_index(KEYS))
     out = parts[1].join(parts[0], how="outer").reset_index() if len(long) else pd.DataFrame(columns=COLUMNS)
-    out = out[COLUMNS].sort_values(["dataset", "conversion", "epsilon", "method", "budget_index"]).reset_index(drop=True)
+    out = (out[COLUMNS].sort_values(["dataset", "conversion", "epsilon", "method", "budget_index"])
+           .reset_index(drop=True))
     for m in MEASURES:
         out[PREFIX[m] + "best_T"] = out[PREFIX[m] + "best_T"].astype("Int64")
     return out

@@ -18,8 +18,9 @@ on how seeds are chunked into jobs or which units were resumed.
 Checkpoints: each (grid round, seed) unit's rows and curves are also written, atomically, to
 ``<rows>.partial/``, with its share of the batch's wall time. An interrupted job (killed, cluster
 time limit, session end) that is run again with the same spec (``snakemake --rerun-incomplete``)
-loads its finished units instead of recomputing them; every run is a deterministic function of its identity, so the result is the same. A unit is
-reused only if its spec hash, seed and T grid match; the folder is removed when the job succeeds.
+loads its finished units instead of recomputing them; every run is a deterministic function of its
+identity, so the result is the same. A unit is reused only if its spec hash, seed and T grid match;
+the folder is removed when the job succeeds.
 """
 
 from __future__ import annotations

@@ -228,8 +228,9 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
 
 def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
     """Figure 6: test accuracy and test log-loss (log y: diverging runs reach losses far above ln 2)
-    at best T vs epsilon (log x), +-1 s.e. bands; one column per dataset; the non-private optimum of the training split (and, for the log-loss, the
-    trivial w = 0) as reference lines. Best T was selected on the training excess loss."""
+    at best T vs epsilon (log x), +-1 s.e. bands; one column per dataset; the non-private optimum of
+    the training split (and, for the log-loss, the trivial w = 0) as reference lines. Best T was
+    selected on the training excess loss."""
     _style()
     t = table[(table["conversion"] == conversion) & table["algorithm"].isin(algorithms)]
     datasets = sorted(table["dataset"].unique()) or ["(none)"]

@@ -24,8 +24,8 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
     """Build and write runs, summary, best_T, baseline, update_costs, table1(_long), edges, protocol (JSON,
     and in words: :mod:`dpnewton.pipeline.protocol_text`),
     best_curves, heldout when ``out`` names it (holdout on), and frontier when ``out`` names it
-    (:mod:`dpnewton.pipeline.frontier`: best excess loss per method within a runtime or pass budget). ``timings`` are the timing rule's raw
-    CSV files (:mod:`dpnewton.pipeline.timing`).
+    (:mod:`dpnewton.pipeline.frontier`: best excess loss per method within a runtime or pass budget).
+    ``timings`` are the timing rule's raw CSV files (:mod:`dpnewton.pipeline.timing`).
 
     With ``prepared`` (the prepared ``results/data/<dataset>.npz`` files) and ``out["floor_parquet"]``
     also the floor table (:func:`floor_frame`: the Gaussian ridge floor of the local quadratic model,

@@ -123,7 +123,8 @@ def _fixed_unit(problem, spec: dict, rep: int) -> dict:
         "train_accuracy": float("nan") if res.train_accuracy is None else float(res.train_accuracy),
         # an (epsilon, delta)-calibrated method (aop, objpert) spends no rho: NaN, as in the run rows
         "n_configurations": 1, "rho": rho if res.ledger.entries else float("nan"), "delta": delta,
-        "conversion": spec["conversion"], "ledger_rho_total": res.ledger.spent_rho if res.ledger.entries else float("nan"),
+        "conversion": spec["conversion"],
+        "ledger_rho_total": res.ledger.spent_rho if res.ledger.entries else float("nan"),
         "secret_candidate_iterations": T, "runtime_s": took, "seed": seed,
     }
 

@@ -21,8 +21,9 @@ Accountant
 Order grid (:data:`DEFAULT_ORDERS`; dp-accounting's default grid is too coarse for small budgets,
     docs/algorithms.md §6.5)
     fractional 1.05, 1.10, ..., 10.95 (non-integers), every integer 2..256, then ~150
-    geometrically spaced integers up to 2e4 (enough for epsilon >= 0.01 at delta >= 1e-12). The optimal order of every (q, z, T) we calibrate
-    is recorded; an optimum at the upper grid edge is flagged in the event.
+    geometrically spaced integers up to 2e4 (enough for epsilon >= 0.01 at delta >= 1e-12). The
+    optimal order of every (q, z, T) we calibrate is recorded; an optimum at the upper grid edge is
+    flagged in the event.
     Cost: a calibration takes ~13 evaluations of epsilon, each ~25-50 ms (the fractional orders
     that provably cannot hold the minimum are skipped, see :func:`composed_epsilon`: 0.57 s per
     calibration instead of 0.83 s in the same process); calibrations are cached

@@ -80,10 +80,12 @@ def cost_section(table: pd.DataFrame | None) -> list[str]:
          "Summed over the jobs' Snakemake benchmark files (wall and CPU time of each job). *paper's methods*: "
          "every configuration of the paper's algorithms at the last iterate; *beyond the paper*: iterate "
          "averaging, precond-dp-gd, objpert and the other algorithms the paper does not have. Hours on "
-         f"{REFERENCE_CORES} cores = summed job wall / {REFERENCE_CORES}, the run's length when both cores are busy. A job "
+         f"{REFERENCE_CORES} cores = summed job wall / {REFERENCE_CORES}, the run's length when both cores are "
+         "busy. A job "
          "resumed from checkpoints counts its last attempt only; `benchmarks/pipeline.py --analyze` adds the "
          "cut-off attempts from the job logs.", "",
-         f"| part | jobs | summed job wall (h) | CPU (h) | hours on {REFERENCE_CORES} cores | share |", "|---|---|---|---|---|---|"]
+         f"| part | jobs | summed job wall (h) | CPU (h) | hours on {REFERENCE_CORES} cores | share |",
+         "|---|---|---|---|---|---|"]
     total = float(table["wall_s"].sum())
     for r in table.sort_values("wall_s", ascending=False).itertuples():
         jobs = f"{r.jobs}" + (f" (+{r.missing} without a file)" if r.missing else "")

@@ -36,7 +36,8 @@ def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
     """All claims under all settings -> (verdict rows, extra tables).
 
     ``claims`` is the filled config's ``claims`` section (:func:`dpnewton.pipeline.config.load_config`
-    or ``fill_defaults``: every key the schema gives a default is present). ``costs`` are the timing stage's (first update, per-update) costs: a cell's runtime is that of a
+    or ``fill_defaults``: every key the schema gives a default is present). ``costs`` are the timing
+    stage's (first update, per-update) costs: a cell's runtime is that of a
     lone run of best T updates, a curve's runtime at iterate k that of k updates
     (:func:`dpnewton.pipeline.timing.lone_runtime`; NaN for a configuration that was not timed).
     The verdicts are evaluated on the measured cells, with every capped cell continued

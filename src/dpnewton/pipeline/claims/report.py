@@ -141,7 +141,8 @@ def _table1_section(t1: pd.DataFrame) -> list[str]:
          "at its bottom while above T=1. *accounting share* = fraction of the log gap between the paper and "
          "setting a that setting b (the official rho) closes (1 = all of it; > 1 overshoots the paper; <= 0 = "
          "none: at epsilon >= 1 the official rho equals bs16's).", "",
-         "| dataset | eps | paper | a | a-tuned | b | c | accounting share | a: DP-GD T / loss | a: Hess-clip T / loss | verdict (a) |",
+         "| dataset | eps | paper | a | a-tuned | b | c | accounting share | a: DP-GD T / loss "
+         "| a: Hess-clip T / loss | verdict (a) |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
     piv = t1.pivot_table(index=["dataset", "epsilon"], columns="setting", values="ratio", aggfunc="first")
     for (ds, e), r in piv.iterrows():
@@ -223,7 +224,8 @@ def _divergence_section(dv: pd.DataFrame, baseline: pd.DataFrame) -> list[str]:
              f"{r.dataset} {r.trivial_excess_loss:.4g}" for r in baseline.itertuples()) + ".", "",
          "Fraction of all runs (every T) that diverged (non-finite) or ended worse than w = 0, and the "
          "share of iterations where the official explosion reset fired (configurations with `reset: true`).",
-         "", "| dataset | algorithm | conversion | eps | runs | diverged | worse than w=0 | runs with a reset | reset iterations |",
+         "", "| dataset | algorithm | conversion | eps | runs | diverged | worse than w=0 | runs with a reset "
+             "| reset iterations |",
          "|---|---|---|---|---|---|---|---|---|"]
     show = dv[(dv["worse_than_trivial_fraction"] > 0) | (dv["runs_with_reset_fraction"] > 0)]
     for r in show.itertuples():
@@ -312,11 +314,13 @@ def _beyond_section(table: pd.DataFrame | None) -> list[str]:
                  f"{named(r.averaged, r.averaged_T, r.averaged_edge)} | {named(r.second_order, r.second_order_T)} | "
                  f"{ratio(r.second_order_over_best)} | {'yes' if r.second_order_within_se is True else 'no'} | "
                  f"{ratio(r.iterations_ratio)} | {ratio(r.runtime_ratio)} | {ratio(r.passes_ratio)} |")
-    floor_fail = table[(table["epsilon"] >= t["floor_min_epsilon"]) & ~table["floor_target_met"].astype(object).eq(True)]
+    floor_fail = table[(table["epsilon"] >= t["floor_min_epsilon"])
+                       & ~table["floor_target_met"].astype(object).eq(True)]
     L += ["", "Targets (measurements, not verdicts):", "",
           f"* best method within {t['floor_ratio']:g}x F* in every cell with epsilon >= {t['floor_min_epsilon']:g}: "
           f"met in {k['floor_met']} of {k['floor_cells']} cells"
-          + (f"; missed in {', '.join(f'{r.dataset}@{r.epsilon:g} ({ratio(r.best_over_floor)})' for r in floor_fail.itertuples())}"
+          + (f"; missed in "
+             f"{', '.join(f'{r.dataset}@{r.epsilon:g} ({ratio(r.best_over_floor)})' for r in floor_fail.itertuples())}"
              if len(floor_fail) else "") + ";",
           f"* a second-order method within one s.e. of the best, with >= {t['iterations_ratio']:g}x fewer iterations "
           f"and >= {t['runtime_ratio']:g}x less runtime than averaged DP-GD at its best T, in at least "
@@ -332,7 +336,8 @@ def _caveats() -> list[str]:
             "timed round-robin in one process with no other job running (results/tables/update_costs.csv; medians "
             "over rounds, update steps only). They assume a constant cost per update after the first, which holds "
             "for these full-batch methods (benchmarks/README.md, section 3d).",
-            f"* Fewer seeds than the paper's {repetitions} repetitions; close best-T choices can flip between seed sets.",
+            f"* Fewer seeds than the paper's {repetitions} repetitions; close best-T choices can flip between "
+            "seed sets.",
             "* The run jobs' own recorded times (runs.csv `runtime_s`) are not used: DP-GD runs its T grid as one "
             "batch and is charged a share of each batched step, and jobs share the machine.", ""]
 

@@ -196,7 +196,8 @@ def verdict_oracle(summary: pd.DataFrame, cells: pd.DataFrame, dataset: str, eps
     # t_o is None only for a best loss below everything on the Oracle's grid (the continuation past its
     # cap, continued_past_cap): it would reach the level beyond its largest T
     v = REPRODUCED if t_o is None or t_u < t_o else NOT
-    ours_txt = (f"to reach {_fmt(level)} (the higher of the two best losses; Oracle best {_fmt(float(orow['excess_loss_mean']))} "
+    ours_txt = (f"to reach {_fmt(level)} (the higher of the two best losses; "
+                f"Oracle best {_fmt(float(orow['excess_loss_mean']))} "
                 f"at T={int(orow['best_T'])}, ours {_fmt(float(best_ours['excess_loss_mean']))}): "
                 f"{who} T={t_u}, Oracle T={'beyond its grid' if t_o is None else t_o}")
     return Verdict(v, ours_txt, "fewer iterations than the Oracle to the same loss" if v == REPRODUCED
