@@ -48,15 +48,17 @@ def test_budget_lines_name_the_crossovers():
             dict(dataset="s", conversion="bs16", epsilon=1.0, measure="passes", budgets=8, second_order_budgets=0,
                  second_order_from=np.nan, second_order_to=np.nan, second_order_winner="", crossover_budget=np.nan,
                  first_order_winner="", note="a first-order method is best at every budget"),
-            dict(dataset="s", conversion="bs16", epsilon=1.0, measure="runtime", budgets=8, second_order_budgets=8,
+            dict(dataset="s", conversion="bs16", epsilon=1.0, measure="runtime_s", budgets=8, second_order_budgets=8,
                  second_order_from=0.01, second_order_to=10.0, second_order_winner="qu-clip",
                  crossover_budget=np.nan, first_order_winner="", note="")]
     lines = hl.budget_lines(pd.DataFrame(rows, columns=CROSSOVER_COLUMNS))
+    second = ("(cubic-newton, hess-add, hess-clip, minibatch-hess-add, minibatch-hess-clip, minibatch-qu-add, "
+              "minibatch-qu-clip, qu-add, qu-clip)")
     assert lines == [
-        "* **Winner by compute budget** (passes): a second-order method is best at some budget in 1 of 2 cells "
-        "(a1a@10 from 10 passes until dp-gd overtakes at 300).",
-        "* **Winner by compute budget** (runtime): a second-order method is best at some budget in 1 of 1 cells "
-        "(s@1 from 0.01 s to the largest budget)."]
+        f"* **Winner by compute budget** (gradient passes): a second-order method {second} is best at some budget "
+        "in 1 of 2 cells (a1a@10 from 10 passes until dp-gd overtakes at 300).",
+        f"* **Winner by compute budget** (runtime): a second-order method {second} is best at some budget in 1 of "
+        "1 cells (s@1 from 0.01 s to the largest budget)."]
 
 
 def test_tracks_lines_winners_and_selection_ratio():

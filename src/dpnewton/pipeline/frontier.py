@@ -53,6 +53,7 @@ ROLES = {**{b: "second-order" for b in DOUBLE_NOISE + MINIBATCH_DOUBLE_NOISE + (
          "dp-gd-oracle": "non-private step", "damped-newton": "non-private step", "aop": "one-shot",
          "objpert": "one-shot"}
 MEASURES = ("runtime_s", "passes")
+MEASURE_LABELS = {"runtime_s": "runtime", "passes": "gradient passes"}
 N_BUDGETS = 13
 LONG_COLUMNS = ["dataset", "conversion", "epsilon", "measure", "budget_index", "budget", "method", "role",
                 "best_excess_loss", "best_algorithm", "best_T", "best_cost", "configurations", "costed", "note"]

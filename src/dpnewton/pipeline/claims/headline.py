@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_write_text
+from ..frontier import MEASURE_LABELS, ROLES
 from .beyond import SECOND_ORDER, TARGETS, target_counts
 from .cells import SETTINGS
 from .cost import REFERENCE_CORES
@@ -79,6 +80,7 @@ def best_lines(beyond: pd.DataFrame, conversion: str) -> list[str]:
 
 def budget_lines(winners: pd.DataFrame) -> list[str]:
     L = []
+    second = ", ".join(sorted(b for b, r in ROLES.items() if r == "second-order"))
     for measure, g in winners.groupby("measure", sort=True):
         so = g[g["second_order_budgets"] > 0]
         unit = "passes" if measure == "passes" else "s"
@@ -90,8 +92,9 @@ def budget_lines(winners: pd.DataFrame) -> list[str]:
             else:
                 text += " to the largest budget"
             where.append(text)
-        L.append(f"* **Winner by compute budget** ({measure}): a second-order method is best at some budget in "
-                 f"{len(so)} of {len(g)} cells" + (f" ({'; '.join(where)})." if where else "."))
+        L.append(f"* **Winner by compute budget** ({MEASURE_LABELS[measure]}): a second-order method ({second}) "
+                 f"is best at some budget in {len(so)} of {len(g)} cells"
+                 + (f" ({'; '.join(where)})." if where else "."))
     return L
 
 

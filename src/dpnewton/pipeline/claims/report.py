@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_path, atomic_write_text
+from ..frontier import MEASURE_LABELS
 from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .cost import cost_section, run_cost
@@ -275,8 +276,7 @@ def _budget_section(bw) -> list[str]:
          "(benchmarks/pass_costs.py), runtimes lone-run seconds (timing stage; untimed methods absent).", "",
          "| dataset | eps | measure | winner by compute budget |", "|---|---|---|---|"]
     for r in bw.itertuples():
-        L.append(f"| {r.dataset} | {r.epsilon:g} | {'gradient passes' if r.measure == 'passes' else 'runtime'} "
-                 f"| {r.reading} |")
+        L.append(f"| {r.dataset} | {r.epsilon:g} | {MEASURE_LABELS[r.measure]} | {r.reading} |")
     return L
 
 
