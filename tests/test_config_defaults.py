@@ -147,3 +147,11 @@ def test_dataset_references_to_listed_datasets_load():
     cfg = pc.load_config({**copy.deepcopy(SMALL), "conversion_study": {"conversions": ["gdp"], "datasets": ["synthetic"]},
                           "tracks": {"datasets": ["synthetic"]}})
     assert cfg["tracks"]["datasets"] == ["synthetic"]
+
+
+def test_selection_score_defaults_are_the_librarys():
+    """The schema's tracks.selection defaults are dpnewton.tuning's (private_select's own defaults)."""
+    from dpnewton import tuning
+    selection = SCHEMA["properties"]["tracks"]["properties"]["selection"]["properties"]
+    assert selection["score_frac"]["default"] == tuning.DEFAULT_SCORE_FRAC
+    assert selection["score_clip"]["default"] == tuning.DEFAULT_SCORE_CLIP

@@ -342,7 +342,7 @@ def test_zz_report_margins(capsys):
 # ---------------------------------------------------------------------------------------------
 # dpnewton.tuning.private_select on a tiny problem
 # ---------------------------------------------------------------------------------------------
-from dpnewton.tuning import expand_grid, private_select  # noqa: E402
+from dpnewton.tuning import DEFAULT_SCORE_CLIP, expand_grid, private_select  # noqa: E402
 
 GRID = {"iterations": [2, 5, 10], "hyper": {"step": [1.0, 4.0]}}
 
@@ -361,7 +361,7 @@ def test_private_select_ledger_and_argmin(toy_problem, distribution):
         assert math.isclose(led.spent_rho, acc.candidate_rho, rel_tol=1e-9)
         assert math.isclose(led.rho_by_quantity()["selection score"], 0.1 * acc.candidate_rho, rel_tol=1e-12)
         score_entry = [e for e in led.entries if e.quantity == "selection score"][0]
-        assert math.isclose(score_entry.sensitivity, 1.0 / toy_problem.n)
+        assert math.isclose(score_entry.sensitivity, DEFAULT_SCORE_CLIP / toy_problem.n)
     pub = rec.public()
     assert pub["distribution"] in ("tnb", "poisson") and "realised_k" not in pub
     assert rec.secret()["realised_k"] == k

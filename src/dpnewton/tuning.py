@@ -42,7 +42,9 @@ from .privacy.selection import (PoissonCount, SelectionAccounting, TruncatedNega
 from .seeding import RunIdentity, validate_seed
 
 DEFAULT_SCORE_FRAC = 0.1
-DEFAULT_SCORE_CLIP = 1.0
+#: C = 5, the loss of an example misclassified at margin about 5: a C barely above ln 2 (the loss of
+#: w = 0) ranks a model confidently wrong on a few rows as a good one (docs/algorithms.md §14.1)
+DEFAULT_SCORE_CLIP = 5.0
 CONVERSION_LABEL = "private-selection"
 
 
