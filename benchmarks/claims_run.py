@@ -24,7 +24,9 @@ written, and Snakemake's mtime trigger would rerun the jobs whose inputs look ne
     python benchmarks/claims_run.py status --configfile config/claims.yaml [--archive ...]
 
 ``status`` counts, per dataset, the run and track jobs of the config's plan whose rows the archive
-holds, and sums the CPU time of their benchmark records.
+holds, and sums the CPU time of their benchmark records. It looks at presence only: a job whose
+parameters changed since it ran is counted, and ``snakemake -n`` in the restored run directory
+lists it for a rerun.
 """
 
 from __future__ import annotations
