@@ -49,7 +49,7 @@ def verdict_line(verdicts: pd.DataFrame) -> str:
         if len(v):
             counts = [f"{int((v == k).sum())} {k}" for k in (REPRODUCED, PARTLY, NOT, NA) if (v == k).any()]
             parts.append(f"{s} ({len(v)}): {', '.join(counts)}")
-    return ("* **The paper's claims** (claim x dataset rows per setting; the settings are described below): "
+    return ("* **The paper's claims** (claim x dataset rows per setting; the settings: the report's *Settings*): "
             + "; ".join(parts) + ".")
 
 
