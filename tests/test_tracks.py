@@ -145,7 +145,8 @@ def test_selection_rows_replay_private_select(prepared, tmp_path):
     for _, r in rows.iterrows():
         res = private_select(problem, "dp-gd", [{"iterations": c["iterations"], "hyper": c["hyper"]}
                                                 for c in spec["configurations"]],
-                             1.0, None, ("logarithmic", {"mean": 3}), seed=int(r["seed"]), dataset="synthetic")
+                             1.0, None, ("logarithmic", {"mean": 3}), seed=int(r["seed"]), dataset="synthetic",
+                             score_frac=spec["score_frac"], score_clip=spec["score_clip"])
         assert r["excess_loss"] == pytest.approx(float(problem.excess_loss(res.w)), rel=1e-12)
         assert r["selected_iterations"] == res.config[0] and r["private_score"] == pytest.approx(res.score)
         assert r["secret_realised_k"] == res.record.realised_k >= 1
