@@ -45,7 +45,8 @@ def test_best_loss_reproduced_partly_not():
 
 def test_best_loss_best_of_our_variants_and_nonfinite_and_trivial():
     rows = [cell("s", "hess-clip", 1, float("inf")), cell("s", "qu-clip", 1, 0.5), cell("s", "dp-gd", 1, 0.7),
-            cell("s", "hess-clip", 10, float("nan")), cell("s", "qu-clip", 10, float("inf")), cell("s", "dp-gd", 10, 0.9)]
+            cell("s", "hess-clip", 10, float("nan")), cell("s", "qu-clip", 10, float("inf")),
+            cell("s", "dp-gd", 10, 0.9)]
     r = cl.verdict_best_loss(cells(rows), "s", OURS, ["dp-gd"], trivial=0.6)
     assert r.wins == 1 and r.n == 2 and "qu-clip 0.5" in r.ours
     assert "trivial" in r.reason and "eps=10" in r.reason
@@ -54,7 +55,8 @@ def test_best_loss_best_of_our_variants_and_nonfinite_and_trivial():
 def test_setting_cells_tuned_picks_best_configuration_and_drops_reset():
     rows = [cell("s", "dp-gd", 1, 0.5), cell("s", "dp-gd-s16", 1, 0.2, base="dp-gd"),
             cell("s", "dp-gd-s32", 1, float("nan"), base="dp-gd"),
-            cell("s", "hess-clip", 1, 0.4), cell("s", "hess-clip-reset", 1, 0.01, base="hess-clip", hyper='{"reset": true}')]
+            cell("s", "hess-clip", 1, 0.4),
+            cell("s", "hess-clip-reset", 1, 0.01, base="hess-clip", hyper='{"reset": true}')]
     a = cells(rows, "a")
     assert set(a["algorithm"]) == {"dp-gd", "hess-clip"}
     t = cells(rows, "a-tuned")
@@ -164,12 +166,14 @@ def test_damped_good_only_for_large_eps():
     rows = [cell("s", "damped-newton", e, 1.0) for e in (0.01, 0.1, 10)] + \
            [cell("s", "hess-clip", e, 1.0) for e in (0.01, 0.1, 10)]
     assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"]).verdict == cl.PARTLY
-    rows = [cell("s", "damped-newton", e, 9.0) for e in (0.01, 10)] + [cell("s", "hess-clip", e, 1.0) for e in (0.01, 10)]
+    rows = [cell("s", "damped-newton", e, 9.0) for e in (0.01, 10)] + \
+           [cell("s", "hess-clip", e, 1.0) for e in (0.01, 10)]
     assert cl.verdict_damped(cells(rows), "s", "damped-newton", ["hess-clip"]).verdict == cl.PARTLY
 
 
 def test_qu_almost_as_good():
-    rows = [cell("s", "hess-clip", e, 1.0) for e in (1, 10)] + [cell("s", "qu-clip", e, m) for e, m in ((1, 1.2), (10, 4.0))]
+    rows = [cell("s", "hess-clip", e, 1.0) for e in (1, 10)] + \
+           [cell("s", "qu-clip", e, m) for e, m in ((1, 1.2), (10, 4.0))]
     r = cl.verdict_qu(cells(rows), "s", pairs=(("qu-clip", "hess-clip"),))
     assert r.verdict == cl.PARTLY and "in 1/2 cells" in r.reason
     rows = [cell("s", "hess-clip", 1, float("inf")), cell("s", "qu-clip", 1, 0.3)]

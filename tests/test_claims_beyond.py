@@ -53,7 +53,8 @@ def test_beyond_table_known_answers():
     assert not r["second_order_within_se"]
     assert r["iterations_ratio"] == pytest.approx(9600 / 16)
     assert r["runtime_ratio"] == pytest.approx((0.01 + 9599 * 0.004) / (0.03 + 15 * 0.02))
-    assert r["passes_ratio"] == pytest.approx(run_passes("dp-gd", 30956, 124, 9600) / run_passes("hess-clip", 30956, 124, 16))
+    assert r["passes_ratio"] == pytest.approx(run_passes("dp-gd", 30956, 124, 9600)
+                                              / run_passes("hess-clip", 30956, 124, 16))
     assert not r["speed_target_met"]
 
 

@@ -8,7 +8,8 @@ import pandas as pd
 
 from dpnewton.pipeline.claims.bundle import TABLES, write_bundle
 
-PROTOCOL = {"config_hash": "abc123def456", "datasets": ["synthetic", "a1a"], "dropped_datasets": {"adult": "files missing"},
+PROTOCOL = {"config_hash": "abc123def456", "datasets": ["synthetic", "a1a"],
+            "dropped_datasets": {"adult": "files missing"},
             "epsilons": ["0.1", "1"], "n_seeds": 4, "delta": "n^-2", "conversion": "bs16", "n_runs": 12, "n_jobs": 3,
             "n_cells": 3, "cells_at_grid_edge": 1, "variants": {"dp-gd": {"algorithm": "dp-gd", "hyper": {}}}}
 

@@ -144,7 +144,8 @@ def test_a_dataset_reference_that_is_not_in_datasets_is_an_error(extra, where):
 
 
 def test_dataset_references_to_listed_datasets_load():
-    cfg = pc.load_config({**copy.deepcopy(SMALL), "conversion_study": {"conversions": ["gdp"], "datasets": ["synthetic"]},
+    cfg = pc.load_config({**copy.deepcopy(SMALL),
+                          "conversion_study": {"conversions": ["gdp"], "datasets": ["synthetic"]},
                           "tracks": {"datasets": ["synthetic"]}})
     assert cfg["tracks"]["datasets"] == ["synthetic"]
 

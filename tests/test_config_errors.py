@@ -91,7 +91,8 @@ CONFIG_CASES = {
     "duplicate_seeds": (_cfg(seeds=[0, 0]), r"\[0, 0\] (is not valid|has non-unique)"),
     "duplicate_grid_values": (_with("grids.g", [2, 2, 3]), r"\[2, 2, 3\] has non-unique elements"),
     "duplicate_iterations": (_with("algorithms.dp-gd", {"iterations": [3, 3]}), r"\[3, 3\] has non-unique elements"),
-    "holdout_one": (_cfg(holdout=1.0), r"1\.0 is greater than or equal to the maximum of 1(.|\n)*instance\['holdout'\]"),
+    "holdout_one": (_cfg(holdout=1.0),
+                    r"1\.0 is greater than or equal to the maximum of 1(.|\n)*instance\['holdout'\]"),
     "holdout_negative": (_cfg(holdout=-0.2), r"-0\.2 is less than the minimum of 0(.|\n)*instance\['holdout'\]"),
     # a numeric string such as "0.2" is read as a number (--config passes nested values as strings)
     "holdout_text": (_cfg(holdout="a fifth"), r"'a fifth' is not of type 'number', 'null'(.|\n)*instance\['holdout'\]"),

@@ -44,7 +44,8 @@ def test_solver_matches_hand_computation():
     theta, thetas = theta0.copy(), []
     for i in range(N):
         u = theta - theta0
-        step = theta - 2 / (mu * (i + 2)) * (g + H @ u + L2 / 2 * np.linalg.norm(u) * u + sigma * rng.standard_normal(3))
+        step = theta - 2 / (mu * (i + 2)) * (g + H @ u + L2 / 2 * np.linalg.norm(u) * u
+                                             + sigma * rng.standard_normal(3))
         theta = step * min(1.0, R / np.linalg.norm(step))
         thetas.append(theta)
     expected = sum(2 * (i + 1) / (N * (N + 1)) * thetas[i] for i in range(N))

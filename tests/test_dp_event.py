@@ -24,8 +24,9 @@ WIDE_ORDERS = [float(o) for o in np.concatenate([np.linspace(1.01, 20.0, 400), n
 # Subsampled events: dp_accounting evaluates integer orders by a Python loop over alpha terms, so
 # the calibration's own grid up to 256 (the optimal orders of the runs below lie inside it).
 SUBSAMPLED_ORDERS = [float(o) for o in acc.DEFAULT_ORDERS if o <= 256]
-# Algorithms whose privacy is not a composition of (subsampled) Gaussian releases.
-NOT_GAUSSIAN = {"aop", "objpert"}  # (epsilon, delta)-DP by their own analyses [Iyengar et al. 2019; Redberg et al. 2023]
+# Algorithms whose privacy is not a composition of (subsampled) Gaussian releases
+# ((epsilon, delta)-DP by their own analyses [Iyengar et al. 2019; Redberg et al. 2023]).
+NOT_GAUSSIAN = {"aop", "objpert"}
 # (target epsilon, conversion): small and large budgets, every conversion; official-fsolve fails at 0.05.
 CASES = [(0.1, "bs16"), (1.0, "cks"), (1.0, "gdp"), (0.5, "paper"), (0.05, "official-fsolve"),
          (1.0, "official-fsolve")]

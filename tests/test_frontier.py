@@ -120,7 +120,8 @@ def test_pass_equivalents():
     assert F.pass_equivalents("damped-newton", N, D) == pytest.approx((1 + G + 2 * E,) * 2)
     assert F.pass_equivalents("cubic-newton", N, D, {"max_inner": 100}) == pytest.approx((1 + G + 100 * D / N,) * 2)
     assert all(math.isnan(x) for x in F.pass_equivalents("aop", N, D))
-    assert F.run_passes("dp-gd", N, D, 0) == 0.0 and F.run_passes("hess-clip", N, D, 3) == pytest.approx(3 * (1 + G + E))
+    assert F.run_passes("dp-gd", N, D, 0) == 0.0
+    assert F.run_passes("hess-clip", N, D, 3) == pytest.approx(3 * (1 + G + E))
     assert F.run_passes("precond-dp-gd", N, D, 3) == pytest.approx(1 + G + E + 2)
     # a Gram pass costs more than a gradient pass at the d of the datasets (benchmarks/pass_costs.md)
     assert F.GRAM_PER_D * 50 > 1
@@ -142,8 +143,8 @@ def test_crossover_rule():
         # everywhere but has a non-private step and is not a candidate
         ("a", "dp-gd"): [0.5, 0.4, 0.3, 0.1], ("a", "hess-clip"): [nan, 0.3, 0.2, 0.1],
         ("a", "dp-gd-oracle"): [0.01] * 4,
-        # cell b: first order best everywhere (precond-dp-gd counts as first order)
-        ("b", "precond-dp-gd"): [0.1] * 4, ("b", "qu-clip"): [0.2] * 4,
+        # cell b: first order best everywhere
+        ("b", "dp-gd"): [0.1] * 4, ("b", "qu-clip"): [0.2] * 4,
         # cell c: second order from 4 to the end
         ("c", "dp-sgd"): [0.5, 0.4, 0.3, 0.3], ("c", "hess-add"): [nan, nan, 0.2, 0.1],
         # cell d: nothing finite
@@ -164,7 +165,8 @@ def test_claims_section_from_frontier():
     from dpnewton.pipeline.claims.report import _budget_section
     from dpnewton.pipeline.claims.rules import winner_by_budget
 
-    x = F.crossover(long_frontier({("a", "dp-gd"): [0.5, 0.4, 0.3, 0.1], ("a", "hess-clip"): [float("nan"), 0.3, 0.2, 0.1]}))
+    x = F.crossover(long_frontier({("a", "dp-gd"): [0.5, 0.4, 0.3, 0.1],
+                                   ("a", "hess-clip"): [float("nan"), 0.3, 0.2, 0.1]}))
     text = winner_by_budget(x.iloc[0])
     assert text == ("second order best at 2/4 budgets in [2, 4] passes (hess-clip at the first); "
                     "dp-gd overtakes at 8 passes")
@@ -197,3 +199,15 @@ def test_pipeline_table_and_figure(tmp_path_factory):
                          cwd=REPO, capture_output=True, text=True, timeout=600, env=env())
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert (ref / target).stat().st_size > 10_000
+
+
+def test_every_algorithm_has_one_role():
+    """ROLES names every registered algorithm once; the second- and first-order sets partition the
+    candidates, and precond-dp-gd (DP-GD with a released curvature) is second order, as in the claims'
+    "Beyond the paper"."""
+    from dpnewton.algorithms import ALGORITHMS
+
+    assert set(F.ROLES) == set(ALGORITHMS)
+    assert not set(F.SECOND_ORDER) & set(F.FIRST_ORDER)
+    assert F.role("precond-dp-gd") == "second-order" and F.role("dp-gd") == "first-order"
+    assert F.role("no-such-method") == "other"

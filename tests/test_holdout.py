@@ -105,7 +105,8 @@ def test_split_optimum_is_cached_apart_from_the_full_one(tmp_path):
     prepared = _prepared(tmp_path)
     full_npz, _ = optimum_paths(prepared)
     split_npz, split_json = optimum_paths(prepared, 0.25)
-    assert split_npz.name == "synthetic.holdout~0.25.optimum.npz" and optimum_paths(prepared, 0) == optimum_paths(prepared)
+    assert (split_npz.name == "synthetic.holdout~0.25.optimum.npz"
+            and optimum_paths(prepared, 0) == optimum_paths(prepared))
     summary = compute_optimum(prepared, holdout=0.25)
     assert split_npz.exists() and not full_npz.exists()
     assert summary["n"] == 450 and summary["n_test"] == 150 and json.loads(split_json.read_text())["holdout"] == 0.25

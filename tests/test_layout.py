@@ -150,10 +150,16 @@ def test_lint_and_format():
 
 
 def test_python_lines_fit_the_line_length():
-    """No line of ``src/**/*.py`` is longer than the project's line length (``[tool.snakefmt]
-    line_length`` of pyproject.toml)."""
+    """No line of a tracked ``*.py`` file under ``src/``, ``benchmarks/``, ``tests/`` or ``workflow/`` (``git
+    ls-files``) is longer than the project's line length (``[tool.snakefmt] line_length`` of pyproject.toml)."""
     limit = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["snakefmt"]["line_length"]
+    folders = ("src", "benchmarks", "tests", "workflow")
+    specs = [f"{folder}/*.py" for folder in folders]
+    res = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--", *specs],
+                         capture_output=True, text=True, check=True)
+    paths = sorted(REPO / name for name in res.stdout.split("\0") if name and (REPO / name).is_file())
+    assert {path.relative_to(REPO).parts[0] for path in paths} == set(folders), res.stdout[:2000]
     long = [f"{path.relative_to(REPO)}:{i} ({len(line)} characters)"
-            for path in sorted((REPO / "src").rglob("*.py"))
+            for path in paths
             for i, line in enumerate(path.read_text().splitlines(), start=1) if len(line) > limit]
     assert not long, f"lines longer than {limit} characters:\n" + "\n".join(long)

@@ -86,7 +86,8 @@ def test_noiseless_limit_reaches_optimum():
     res = run_algorithm(PROBLEM, "syn", "minibatch-qu-clip", 1.0, [0], [40],
                         hyper={**full, "lambda0": 1e-3, "noise_multipliers": (0.0, 0.0)})
     assert res[0].final_excess_loss < 1e-6
-    res = run_algorithm(PROBLEM, "syn", "dp-sgd", 1.0, [0], [300], hyper={"batch_size": PROBLEM.n, "noise_multiplier": 0.0})
+    res = run_algorithm(PROBLEM, "syn", "dp-sgd", 1.0, [0], [300],
+                        hyper={"batch_size": PROBLEM.n, "noise_multiplier": 0.0})
     assert res[0].final_excess_loss < 1e-4
 
 

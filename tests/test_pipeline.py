@@ -98,7 +98,7 @@ def test_table1_and_baseline(run_dir):
     # Table 1, runtime figure and claims configurations (with the second-order methods of "Beyond the
     # paper" present in the config), and the tuned variants of their bases
     assert set(costs["algorithm"]) == {"dp-gd", "dp-gd-s16", "hess-clip", "hess-clip-reset", "qu-clip",
-                                       "hess-add", "qu-add", "cubic-newton"}
+                                       "hess-add", "qu-add", "cubic-newton", "minibatch-qu-clip", "minibatch-qu-add"}
     assert (costs["rounds"] == 2).all() and (costs["s_per_update"] > 0).all()
     assert len(raw) == 2 * len(costs)
     cost = costs.set_index(["algorithm", "dataset"])
@@ -108,7 +108,8 @@ def test_table1_and_baseline(run_dir):
         assert c["first_update_s"] == pytest.approx(mine["first_update_s"].median())
 
     def runtime(alg, ds, eps):
-        return cost.loc[(alg, ds), "first_update_s"] + (b.loc[(alg, ds, eps), "best_T"] - 1) * cost.loc[(alg, ds), "s_per_update"]
+        return (cost.loc[(alg, ds), "first_update_s"]
+                + (b.loc[(alg, ds, eps), "best_T"] - 1) * cost.loc[(alg, ds), "s_per_update"])
 
     for _, row in t1.iterrows():
         ds = row["dataset"]

@@ -180,7 +180,8 @@ def test_batch_independence_and_determinism(toy_problem, hyper):
     ({"precond_frac": 1.5}, "precond_frac=1.5"),
     ({"lambda_mult": 0.0}, "lambda_mult=0.0"), ({"lambda_mult": -2.0}, "lambda_mult=-2.0"),
     ({"refresh": -1}, "refresh=-1"), ({"refresh": 1.5}, "refresh=1.5"), ({"refresh": True}, "refresh=True"),
-    ({"refresh_soi": "gauss"}, "refresh_soi='gauss'"), ({"lambda_mode": "fixed"}, "lambda_mode='fixed'"), ({"momentum": 0.9}, "unknown hyper-parameter"),
+    ({"refresh_soi": "gauss"}, "refresh_soi='gauss'"), ({"lambda_mode": "fixed"}, "lambda_mode='fixed'"),
+    ({"momentum": 0.9}, "unknown hyper-parameter"),
 ])
 def test_bad_hyper_values_raise(toy_problem, hyper, match):
     with pytest.raises(ValueError, match=match):

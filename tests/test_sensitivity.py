@@ -9,7 +9,8 @@ N = n (the public count of D):
 * remove: D' = D - {x_j} (|D'| = n - 1),  both divided by n.
 
 The stated bounds are then: mean gradient 1/n; SOI trace (Hessian, QU) 1/(4n); damped-Newton Hessian
-Frobenius 1/(4n); precond-dp-gd's curvature bound Z^T Z/(4n), Frobenius and upper triangle, 1/(4n); modified Newton direction ||Psi(H)^-1 g - Psi(H')^-1 g|| <= ||g||/(4 n lambda^2 -/+ lambda)
+Frobenius 1/(4n); precond-dp-gd's curvature bound Z^T Z/(4n), Frobenius and upper triangle, 1/(4n);
+modified Newton direction ||Psi(H)^-1 g - Psi(H')^-1 g|| <= ||g||/(4 n lambda^2 -/+ lambda)
 for clip/add at a fixed (already released) g. A production mean over its *own* count is the sum/n form
 scaled by count/n; the helpers below use the production functions and apply exactly that scaling.
 

@@ -115,7 +115,8 @@ def test_expand_tracks_from_a_config(tmp_path):
 
 
 @pytest.mark.parametrize("entry, message", [
-    ({"selection": {"methods": {"m": {"variants": ["dp-gd", "hess-clip"], "iterations": [1]}}}}, "different algorithms"),
+    ({"selection": {"methods": {"m": {"variants": ["dp-gd", "hess-clip"], "iterations": [1]}}}},
+     "different algorithms"),
     ({"selection": {"methods": {"m": {"variants": ["nope"], "iterations": [1]}}}}, "not a key of algorithms"),
     ({"fixed": {"methods": {"m": {"variant": "nope", "iterations": 2}}}}, "not a key of algorithms"),
 ])
@@ -152,7 +153,8 @@ def test_selection_rows_replay_private_select(prepared, tmp_path):
         assert r["secret_realised_k"] == res.record.realised_k >= 1
         assert r["secret_candidate_iterations"] == sum(c["iterations"] for c in res.record.candidates)
     # the written CSV is the returned frame
-    pd.testing.assert_frame_equal(_strip(pd.read_csv(tmp_path / "sel.csv", dtype={"eps_label": str})), _strip(rows), check_dtype=False)
+    pd.testing.assert_frame_equal(_strip(pd.read_csv(tmp_path / "sel.csv", dtype={"eps_label": str})), _strip(rows),
+                                  check_dtype=False)
 
 
 def test_fixed_rule_rows_replay_run_algorithm(prepared, tmp_path):

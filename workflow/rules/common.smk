@@ -181,7 +181,7 @@ def timed_configurations():
     anchors = [cfg["table1"]["baseline"], cfg["table1"]["ours"]] + cfg["figures"]["runtime_algorithms"]
     if cfg["claims"]["enabled"]:
         anchors += [cfg["claims"]["baseline"], cfg["claims"]["table1_ours"]]
-        anchors += list(dpnewton("pipeline.claims.beyond").SECOND_ORDER)
+        anchors += list(dpnewton("pipeline.frontier").SECOND_ORDER)
     names = dpnewton("pipeline.timing").configurations_to_time(algorithms, anchors)
     return {n: {"base": algorithms[n]["base"], "hyper": algorithms[n]["hyper"]} for n in names}
 

@@ -45,13 +45,15 @@ ORACLE_LOSS_EVALS = 9
 
 DOUBLE_NOISE = ("hess-clip", "hess-add", "qu-clip", "qu-add")
 MINIBATCH_DOUBLE_NOISE = tuple(f"minibatch-{b}" for b in DOUBLE_NOISE)
-#: roles of the winner rule: private second-order methods, first-order methods (precond-dp-gd counts
-#: as first-order with a preconditioner: one curvature release, then DP-GD steps), methods with a
-#: non-private step (excluded from the winner), one-shot methods (no iteration budget; excluded)
-ROLES = {**{b: "second-order" for b in DOUBLE_NOISE + MINIBATCH_DOUBLE_NOISE + ("cubic-newton",)},
-         "dp-gd": "first-order", "dp-sgd": "first-order", "precond-dp-gd": "first-order",
+#: each method's role, for the winner by budget and the claims' "Beyond the paper": private second-order
+#: methods (Newton-type updates, or DP-GD with a privately released curvature: precond-dp-gd), first-order
+#: methods, methods with a non-private step (never a winner), one-shot methods (no iteration budget)
+ROLES = {**{b: "second-order" for b in DOUBLE_NOISE + MINIBATCH_DOUBLE_NOISE + ("cubic-newton", "precond-dp-gd")},
+         "dp-gd": "first-order", "dp-sgd": "first-order",
          "dp-gd-oracle": "non-private step", "damped-newton": "non-private step", "aop": "one-shot",
          "objpert": "one-shot"}
+SECOND_ORDER = tuple(b for b, r in ROLES.items() if r == "second-order")
+FIRST_ORDER = tuple(b for b, r in ROLES.items() if r == "first-order")
 MEASURES = ("runtime_s", "passes")
 MEASURE_LABELS = {"runtime_s": "runtime", "passes": "gradient passes"}
 N_BUDGETS = 13
@@ -264,7 +266,7 @@ def crossover(frontier: pd.DataFrame) -> pd.DataFrame:
 
     At each budget the winner is the method with the smallest finite frontier value among the roles
     ``second-order`` and ``first-order`` (methods with a non-private step - dp-gd-oracle,
-    damped-newton - and one-shot AOP are not candidates; precond-dp-gd is first-order). On an exact
+    damped-newton - and the one-shot methods are not candidates; :data:`ROLES`). On an exact
     tie the first-order method wins (the simpler method). ``second_order_from``/``_to``: the smallest
     and largest budget where a second-order method wins (NaN if none); ``second_order_budgets``: at
     how many budgets it wins; ``crossover_budget``: the smallest budget above ``second_order_from``

@@ -8,9 +8,9 @@ a non-private step (dp-gd-oracle, damped-newton, the explosion reset):
 * the best method, its mean excess loss, its ratio to the Gaussian ridge floor F* (local quadratic
   model; **not a lower bound**, :mod:`dpnewton.floor`) and last-iterate DP-GD's ratio to it;
 * averaged DP-GD (the best configuration with ``average`` != none) and the best second-order method
-  (:data:`SECOND_ORDER`: the double-noise variants, cubic-newton and precond-dp-gd, with or without
-  averaging): whether the latter matches the best loss within one combined standard error, and its
-  iterations, runtime and pass ratios against averaged DP-GD at their best T.
+  (:data:`dpnewton.pipeline.frontier.SECOND_ORDER`, with or without averaging): whether the latter
+  matches the best loss within one combined standard error, and its iterations, runtime and pass
+  ratios against averaged DP-GD at their best T.
 
 Targets (:data:`TARGETS`): the best method within ``floor_ratio`` x F* in every cell with epsilon
 >= ``floor_min_epsilon``; a second-order method within one s.e. of the best with at least
@@ -25,12 +25,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..frontier import DOUBLE_NOISE, hyper_dict, role, run_passes
+from ..frontier import SECOND_ORDER, hyper_dict, role, run_passes
 from ..timing import lone_runtime
 from .cells import base_of, is_averaged, is_reset
 
-#: the methods that count as second order here: Newton-type updates, or DP-GD with a released curvature
-SECOND_ORDER = DOUBLE_NOISE + ("cubic-newton", "precond-dp-gd")
 TARGETS = {"floor_ratio": 1.25, "floor_min_epsilon": 0.1, "iterations_ratio": 5.0, "runtime_ratio": 3.0,
            "cells_share": 0.75}
 

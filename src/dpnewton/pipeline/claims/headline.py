@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_write_text
-from ..frontier import MEASURE_LABELS, ROLES
-from .beyond import SECOND_ORDER, TARGETS, target_counts
+from ..frontier import MEASURE_LABELS, SECOND_ORDER
+from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .cost import REFERENCE_CORES
+from .tuning_tracks import TRACK_COLUMNS, cell_winners
 from .verdict import NA, NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
 
@@ -80,7 +81,7 @@ def best_lines(beyond: pd.DataFrame, conversion: str) -> list[str]:
 
 def budget_lines(winners: pd.DataFrame) -> list[str]:
     L = []
-    second = ", ".join(sorted(b for b, r in ROLES.items() if r == "second-order"))
+    second = ", ".join(SECOND_ORDER)
     for measure, g in winners.groupby("measure", sort=True):
         so = g[g["second_order_budgets"] > 0]
         unit = "passes" if measure == "passes" else "s"
@@ -100,14 +101,9 @@ def budget_lines(winners: pd.DataFrame) -> list[str]:
 
 def tracks_lines(tracks: pd.DataFrame) -> list[str]:
     L = []
-    for col, name in (("oracle_tuned", "oracle-tuned (non-private upper bound)"),
-                      ("selection", "private selection"), ("fixed", "fixed rule")):
-        winners = []
-        for _, g in tracks.groupby(["dataset", "epsilon"], sort=True):
-            v = g[col].astype(float)
-            v = v[np.isfinite(v)]
-            if len(v):
-                winners.append(g.loc[v.idxmin(), "method"])
+    for col, name in zip(TRACK_COLUMNS, ("oracle-tuned (non-private upper bound)", "private selection",
+                                          "fixed rule")):
+        winners = [method for method, _ in cell_winners(tracks, col).values()]
         if winners:
             L.append(f"{name}: {_counts(pd.Series(winners))}")
     ratios = []

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_path, atomic_write_text
-from ..frontier import MEASURE_LABELS
+from ..frontier import FIRST_ORDER, MEASURE_LABELS, SECOND_ORDER
 from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .cost import cost_section, run_cost
@@ -268,10 +268,10 @@ def _budget_section(bw) -> list[str]:
          f"Conversion {bw['conversion'].iloc[0]}. Per (dataset, epsilon) and cost measure: at each of the frontier's "
          "budgets, the method with the smallest best mean excess loss within that budget, over all its declared "
          "configurations and T (results/tables/frontier.csv; **non-private** selection, as best T). Candidates: "
-         "second order = the double-noise variants (full and minibatch) and cubic-newton; first order = dp-gd, "
-         "dp-sgd and precond-dp-gd (DP-GD with one private curvature release: counted as first order with a "
-         "preconditioner). dp-gd-oracle and damped-newton have non-private steps and AOP is one-shot: not "
-         "candidates. An exact tie goes to the first-order method. *overtakes at*: the first budget above the "
+         f"second order = {', '.join(SECOND_ORDER)} (precond-dp-gd: DP-GD preconditioned by one private "
+         f"curvature release); first order = {', '.join(FIRST_ORDER)}. dp-gd-oracle and damped-newton have "
+         "non-private steps and AOP and objpert are one-shot: not candidates. An exact tie goes to the first-order "
+         "method. *overtakes at*: the first budget above the "
          "first second-order win where a first-order method is best. Passes are pass-equivalents "
          "(benchmarks/pass_costs.py), runtimes lone-run seconds (timing stage; untimed methods absent).", "",
          "| dataset | eps | measure | winner by compute budget |", "|---|---|---|---|"]
@@ -293,8 +293,8 @@ def _beyond_section(table: pd.DataFrame | None) -> list[str]:
          "configurations with a non-private step (dp-gd-oracle, damped-newton, the explosion reset) are left "
          "out. F* is the **Gaussian ridge floor (local quadratic model)**: the expected excess loss of ridge-"
          "regularised, Gaussian-perturbed ERM on the quadratic model at w* (results/tables/floor.csv); it is not "
-         "a lower bound, and the trivial loss of w = 0 is listed under *Divergence*. *second order* = the "
-         "double-noise variants, cubic-newton and precond-dp-gd, with or without averaging. Ratios against "
+         "a lower bound, and the trivial loss of w = 0 is listed under *Divergence*. *second order* = "
+         f"{', '.join(SECOND_ORDER)}, with or without averaging. Ratios against "
          "*averaged DP-GD* are at both methods' best T: iterations, lone-run runtime (timing stage; n/a when a "
          "configuration was not timed) and pass-equivalents (benchmarks/pass_costs.py). `high`: averaged "
          "DP-GD's best T is at its cap.", "",

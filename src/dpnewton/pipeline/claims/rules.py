@@ -275,9 +275,7 @@ def verdict_qu(cells: pd.DataFrame, dataset: str, pairs=(("qu-clip", "hess-clip"
 def winner_by_budget(row) -> str:
     """The "winner by compute budget" reading of one crossover row (:func:`dpnewton.pipeline.frontier.crossover`):
     where a private second-order method is best, and where a first-order method overtakes it.
-    Candidates: the double-noise variants (full and minibatch) and cubic-newton (second order);
-    dp-gd, dp-sgd and precond-dp-gd (first order; precond-dp-gd is DP-GD with one curvature release).
-    Methods with a non-private step (dp-gd-oracle, damped-newton) and one-shot AOP are not candidates."""
+    Candidates: the second-order and first-order methods of :data:`dpnewton.pipeline.frontier.ROLES`."""
     unit = " passes" if row["measure"] == "passes" else " s"
     if not row["second_order_budgets"]:
         return str(row["note"])

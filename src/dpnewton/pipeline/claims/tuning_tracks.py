@@ -109,11 +109,25 @@ def tracks_section(table: pd.DataFrame | None, tracks_cfg: dict | None = None) -
                  f"{fixed} | {_fmt(r.configurations)} | {_fmt(r.expected_k)} | {_fmt(r.tuning_iterations)} |")
     L += ["", "Winner per cell (lowest mean):", "", "| dataset | eps | oracle-tuned | private selection | fixed rule |",
           "|---|---|---|---|---|"]
-    for (ds, eps), g in table.groupby(["dataset", "epsilon"], sort=True):
-        cells = []
-        for col in ("oracle_tuned", "selection", "fixed"):
-            v = g[col].astype(float)
-            v = v[np.isfinite(v)]
-            cells.append("n/a" if v.empty else f"{g.loc[v.idxmin(), 'method']} ({_fmt(float(v.min()))})")
+    winners = {col: cell_winners(table, col) for col in TRACK_COLUMNS}
+    for ds, eps in sorted({(r.dataset, r.epsilon) for r in table.itertuples()}):
+        cells = [f"{winners[col][ds, eps][0]} ({_fmt(winners[col][ds, eps][1])})" if (ds, eps) in winners[col]
+                 else "n/a" for col in TRACK_COLUMNS]
         L.append(f"| {ds} | {eps:g} | " + " | ".join(cells) + " |")
     return L
+
+
+#: the tracks' loss columns of the comparison table, in the report's order
+TRACK_COLUMNS = ("oracle_tuned", "selection", "fixed")
+
+
+def cell_winners(table: pd.DataFrame, column: str) -> dict[tuple[str, float], tuple[str, float]]:
+    """(dataset, epsilon) -> (method, loss) with the lowest finite ``column`` in that cell (cells with
+    no finite value are absent; a tie goes to the first row)."""
+    out = {}
+    for key, g in table.groupby(["dataset", "epsilon"], sort=True):
+        v = g[column].astype(float)
+        v = v[np.isfinite(v)]
+        if len(v):
+            out[key] = (g.loc[v.idxmin(), "method"], float(v.min()))
+    return out
