@@ -178,7 +178,8 @@ def main():
           "hence the same b on its first attempt. SE = standard error of the mean over seeds. *published* = the "
           "claims run's mean over all seeds (`figures/claims/robustness.csv`, `all_mean`; the claims run "
           "published no AOP standard error, so the SE is that of the old path's rerun here). Per-run rows: "
-          "`benchmarks/results/aop_tolerance_runs.csv`. Solver time: the library's timer (wall clock, shared machine).", "",
+          "`benchmarks/results/aop_tolerance_runs.csv`. Solver time: the library's timer (wall clock, shared "
+          "machine).", "",
           common.md_table(cells, ["dataset", "n", "epsilon", "gamma", "tolerance_met", "max_gradient_norm",
                                   "newton_steps", "solver_s_mean", "old_attempts", "old_tolerance_max",
                                   "old_solver_s_mean", "new_mean", "new_se", "old_mean", "old_se",
@@ -188,14 +189,18 @@ def main():
                            "old_tolerance_max": ".2g", "old_solver_s_mean": ".3f", "new_mean": ".5g",
                            "new_se": ".2g", "old_mean": ".5g", "old_se": ".2g", "published_mean": ".5g",
                            "diff_over_old_se": ".2f", "diff_over_diff_se": ".2f"}), "",
-          f"Tolerance met: **{met} of {len(runs)} runs** ({sum(c['tolerance_met'].split('/')[0] == c['tolerance_met'].split('/')[1] for c in cells)} "
-          f"of {len(cells)} cells in full); Newton steps {int(rf['newton_steps'].min())}-{int(rf['newton_steps'].max())}, "
+          f"Tolerance met: **{met} of {len(runs)} runs** "
+          f"({sum(c['tolerance_met'].split('/')[0] == c['tolerance_met'].split('/')[1] for c in cells)} "
+          f"of {len(cells)} cells in full); "
+          f"Newton steps {int(rf['newton_steps'].min())}-{int(rf['newton_steps'].max())}, "
           f"mean solver time {rf['solver_s'].mean():.3f} s (old path {rf['old_solver_s'].mean():.3f} s). "
           f"Old path: {retried} of {len(runs)} runs retried with fresh noise, and only {old_met} met gamma = 1/n^2 "
           f"(the others released a later draw of b at 10 or 100 gamma). In the {len(first)} runs where the old "
           f"path kept its first draw the two paths agree to {agree:.1g} relative (same b). "
-          f"max |new - old| / SE_old = **{worst['diff_over_old_se']:.3g}** ({worst['dataset']}, epsilon {worst['epsilon']:g}); "
-          f"cells with |new - old| / SE_old > 2: {int((frame['diff_over_old_se'] > 2).sum())} of {len(frame)} ({over_old or 'none'}); "
+          f"max |new - old| / SE_old = **{worst['diff_over_old_se']:.3g}** "
+          f"({worst['dataset']}, epsilon {worst['epsilon']:g}); "
+          f"cells with |new - old| / SE_old > 2: {int((frame['diff_over_old_se'] > 2).sum())} of {len(frame)} "
+          f"({over_old or 'none'}); "
           f"max |new - old| / SE_new = {frame['diff_over_new_se'].max():.3g}; max |new - old| / SE_diff "
           f"(SE_diff = sqrt(SE_old^2 + SE_new^2)) = {frame['diff_over_diff_se'].max():.3g}, median "
           f"{frame['diff_over_diff_se'].median():.3g}; cells with |new - old| / SE_diff > 2: "
@@ -203,7 +208,8 @@ def main():
           f"{frame['published_diff_over_new_se'].max():.3g}. The old path's rerun reproduces the published mean "
           f"(to 1e-6 relative) in {int(frame['old_reproduces_published'].sum())} of {len(frame)} cells.", ""]
     # the cell with the largest |new - old| / SE_diff again on further seeds: noise or a systematic shift?
-    ds, eps = str(frame.loc[frame["diff_over_diff_se"].idxmax(), "dataset"]), float(frame.loc[frame["diff_over_diff_se"].idxmax(), "epsilon"])
+    ds, eps = (str(frame.loc[frame["diff_over_diff_se"].idxmax(), "dataset"]),
+               float(frame.loc[frame["diff_over_diff_se"].idxmax(), "epsilon"]))
     more = list(range(max(seeds) + 1, max(seeds) + 1 + args.extra_seeds))
     if more:
         problem = load_problem(dataset=ds, data_dir=args.data_dir, cache_dir=args.cache_dir,

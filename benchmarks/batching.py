@@ -111,13 +111,15 @@ def main():
         med = {k: float(np.median(v)) for k, v in times.items()}
         row = {"dataset": ds, "S": len(SEEDS), "T": T, "repeats": args.repeats}
         for clock, label in (("cpu", "cpu_ratio"), ("wall", "ratio")):
-            row.update({f"{way}_{clock}_s_min": mn[f"{way}_{clock}"] for way in ("batch", "sequential", "gemv_sequential")})
+            row.update({f"{way}_{clock}_s_min": mn[f"{way}_{clock}"]
+                        for way in ("batch", "sequential", "gemv_sequential")})
             for way in ("sequential", "gemv_sequential"):
                 row[f"{label}_vs_{way}_min"] = mn[f"{way}_{clock}"] / mn[f"batch_{clock}"]
                 row[f"{label}_vs_{way}_paired_median"] = med[f"pair_ratio_{way}_{clock}"]
         rows.append({**row,
                      "ratio_recorded_update_time_min": mn["sequential_recorded"] / mn["batch_recorded"],
-                     "batch_recorded_s_min": mn["batch_recorded"], "sequential_recorded_s_min": mn["sequential_recorded"],
+                     "batch_recorded_s_min": mn["batch_recorded"],
+                     "sequential_recorded_s_min": mn["sequential_recorded"],
                      "blas_gemv_pairs_cpu_s_min": mn["blas_gemv_pairs_cpu"],
                      "blas_gemm_pairs_cpu_s_min": mn["blas_gemm_pairs_cpu"],
                      "blas_ceiling_ratio_min": mn["blas_gemv_pairs_cpu"] / mn["blas_gemm_pairs_cpu"],

@@ -10,8 +10,8 @@ unfinished jobs from their checkpoints:
   ``results/data/<name>.npz`` and ``.json``, tens of MB each, its log and benchmark): restore runs
   it again on the checksummed datasets;
 * ``logs/`` (``benchmarks/pipeline.py --analyze`` reads the jobs' progress lines);
-* ``.snakemake/metadata/``, kept as ``snakemake-metadata/`` (each output's start and end time, parameters and inputs: Snakemake's
-  rerun triggers and ``--analyze`` read them).
+* ``.snakemake/metadata/``, kept as ``snakemake-metadata/`` (each output's start and end time, parameters
+  and inputs: Snakemake's rerun triggers and ``--analyze`` read them).
 
 ``restore`` copies the state back, runs ``prepare_data``, and checks every cached optimum against
 the rebuilt matrix (the sha256 its JSON records): a mismatch stops the restore, because the jobs

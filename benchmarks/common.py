@@ -45,7 +45,8 @@ SECTIONS = [
     ("history", "6. History: the old core (lane-padded gemm) and the proposals now applied"),
     ("aop_tolerance", "7. AOP: one objective draw, Newton to gamma = 1/n^2 (vs the old BFGS retry path)"),
     ("precond_step", "8. precond-dp-gd: per-step cost vs DP-GD (paired, CPU time)"),
-    ("pass_costs", "9. Pass equivalents: Gram and eigendecomposition costs in gradient passes (the frontier's pass count)"),
+    ("pass_costs",
+     "9. Pass equivalents: Gram and eigendecomposition costs in gradient passes (the frontier's pass count)"),
     ("selection_clip", "10. Private selection: the clip C of the private score, on public synthetic data"),
 ]
 

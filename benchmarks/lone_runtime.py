@@ -45,7 +45,8 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=25.0, help="skip cells whose predicted run is longer")
     args = ap.parse_args()
     todo = cells(args.run_dir, args.max_seconds)
-    problems = {ds: load_problem_from_prepared(args.run_dir / f"results/data/{ds}.npz") for ds in todo["dataset"].unique()}
+    problems = {ds: load_problem_from_prepared(args.run_dir / f"results/data/{ds}.npz")
+                for ds in todo["dataset"].unique()}
     measured = {i: [] for i in todo.index}
     for k in range(args.repeats):
         for i, r in todo.iterrows():
@@ -78,11 +79,13 @@ def main():
     q = frame["measured_over_predicted"]
     md = [f"Run directory: `{args.run_dir}` (bs16, seed {SEED}); {len(frame)} (dataset, epsilon, algorithm) cells "
           f"with a predicted lone run of at most {args.max_seconds:g} s, each run {args.repeats} times round-robin "
-          "in one process (median shown). *predicted* = first update + (best T - 1) x per-update cost, the timing stage's medians (the pipeline's model); *measured* = "
+          "in one process (median shown). *predicted* = first update + (best T - 1) x per-update cost, the timing "
+          "stage's medians (the pipeline's model); *measured* = "
           "the lone run's update time (wall clock, the library's timer); *recorded* = the run job's own "
           "`runtime_s_mean` (DP-GD: a share of a step batched over its T grid).", "",
-          common.md_table(rows, ["dataset", "epsilon", "algorithm", "best_T", "first_ms", "cost_ms", "predicted_s", "measured_s",
-                                 "measured_over_predicted", "recorded_in_run_s", "recorded_over_measured"],
+          common.md_table(rows, ["dataset", "epsilon", "algorithm", "best_T", "first_ms", "cost_ms", "predicted_s",
+                                 "measured_s", "measured_over_predicted", "recorded_in_run_s",
+                                 "recorded_over_measured"],
                           {"first_ms": ".3f", "cost_ms": ".3f", "predicted_s": ".3g", "measured_s": ".3g",
                            "measured_over_predicted": ".3f", "recorded_in_run_s": ".3g",
                            "recorded_over_measured": ".3f"}), "",

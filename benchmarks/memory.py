@@ -115,7 +115,8 @@ def main():
                              "load_peak_in_Z": (m["rss_loaded"] - m["rss_imports"]) / zb,
                              "loaded_steady_in_Z": (m["rss_loaded_now"] - m["rss_imports"]) / zb,
                              "run_extra_in_Z": (m["rss_peak_run"] - m["rss_loaded_now"]) / zb,
-                             "peak_minus_imports_in_Z": (max(m["rss_loaded"], m["rss_peak_run"]) - m["rss_imports"]) / zb,
+                             "peak_minus_imports_in_Z":
+                                 (max(m["rss_loaded"], m["rss_peak_run"]) - m["rss_imports"]) / zb,
                              "ru_maxrss_peak_MiB": m["ru_maxrss_peak"] / 2**20})
                 print(rows[-1], flush=True)
     common.write_csv("memory.csv", rows)

@@ -91,7 +91,8 @@ def main() -> None:
         wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
         wr.writeheader()
         wr.writerows(rows)
-    env = {"python": platform.python_version(), "numpy": np.__version__, "cpu": platform.processor() or platform.machine(),
+    env = {"python": platform.python_version(), "numpy": np.__version__,
+           "cpu": platform.processor() or platform.machine(),
            "blas": sorted({f"{i.get('internal_api')} {i.get('version')}" for i in threadpool_info()}),
            "threads": 1}
     lines = ["# Pass-equivalent constants (benchmarks/pass_costs.py)", "",
@@ -99,10 +100,12 @@ def main() -> None:
              "Per-element constants (medians over shapes): gradient pass a n d, Gram pass b n d^2, eigh c d^3.", "",
              f"* GRAM_PER_D = b / a = **{b / a:.4g}** (a Gram pass = {b / a:.3g} d gradient passes)",
              f"* EIGH_PER_D2_OVER_N = c / a = **{c / a:.4g}** (an eigh = {c / a:.3g} d^2 / n gradient passes)", "",
-             "| n | d | gradient pass (ms) | Gram pass (ms) | eigh (ms) | Gram / gradient | model | eigh / gradient | model |",
+             "| n | d | gradient pass (ms) | Gram pass (ms) | eigh (ms) | Gram / gradient | model "
+             "| eigh / gradient | model |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['n']} | {r['d']} | {1e3 * r['grad_s']:.4g} | {1e3 * r['gram_s']:.4g} | {1e3 * r['eigh_s']:.4g} "
+        lines.append(f"| {r['n']} | {r['d']} | {1e3 * r['grad_s']:.4g} | {1e3 * r['gram_s']:.4g} "
+                     f"| {1e3 * r['eigh_s']:.4g} "
                      f"| {r['gram_over_grad']:.3g} | {r['gram_model']:.3g} | {r['eigh_over_grad']:.3g} "
                      f"| {r['eigh_model']:.3g} |")
     lines += ["", "The model is a rough per-element fit: BLAS efficiency varies with the shape (small d is "

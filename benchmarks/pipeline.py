@@ -211,7 +211,8 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
     stops = (f" The run was stopped and resumed: {span / 60:.1f} min passed from the first job start to the "
              f"last job end, and no job ran in {(span - wall) / 60:.1f} min of them. Attempts that were cut off are "
              "not in Snakemake's metadata; the units they finished were reused from checkpoints "
-             f"({total.get('resumed_units', 0)} unit{'' if total.get('resumed_units', 0) == 1 else 's'}; the attempts that computed them took "
+             f"({total.get('resumed_units', 0)} unit{'' if total.get('resumed_units', 0) == 1 else 's'}; "
+             "the attempts that computed them took "
              f"{total.get('compute_earlier_attempts_s', 0.0):.0f} s, counted below as compute and wall of their "
              "jobs)." if span > 1.01 * wall else "")
     if untimed:

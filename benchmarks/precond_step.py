@@ -99,7 +99,8 @@ def main():
                              "what": k, "repeats": args.repeats, "step_min_ms": float(np.min(v)) * 1e3,
                              "step_median_ms": float(np.median(v)) * 1e3})
             common.write_csv("precond_step.csv", rows)
-    md = [f"Clock: **{args.clock}** ({'thread CPU time, library timer patched to it' if args.clock == 'cpu' else 'wall'}); "
+    md = [f"Clock: **{args.clock}** "
+          f"({'thread CPU time, library timer patched to it' if args.clock == 'cpu' else 'wall'}); "
           f"BLAS 1 thread. epsilon 1, T = {K} + 1 per timed run, {args.repeats} paired repetitions (order alternated). "
           "`step_*` = min / median over repetitions of each repetition's minimum steady-state update (updates "
           "1..K; ms). `ratio_vs_dpgd` = median over repetitions of min(precond step) / min(dp-gd step) of the "

@@ -135,7 +135,8 @@ def main():
                     row["ratio_vs_gemv_pair"] = mn / st["gemv_pair"][0]
                 rows.append(row)
             common.write_csv("roofline.csv", rows)
-    md += [f"Clock: **{args.clock}** ({'thread CPU time, library timer patched to it' if args.clock == 'cpu' else 'wall'}). "
+    md += [f"Clock: **{args.clock}** "
+           f"({'thread CPU time, library timer patched to it' if args.clock == 'cpu' else 'wall'}). "
            f"Per-iteration time (ms; min / median over {args.repeats} repetitions of each repetition's minimum) "
            "and paired ratios (median over repetitions; `_min` = smallest paired ratio) to the unavoidable work. "
            f"K={args.iters} iterations per Newton run, {4 * args.iters} per DP-GD run; `dp-gd_batchS_per_run` = "

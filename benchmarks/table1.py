@@ -1,8 +1,8 @@
 """Table 1 of the paper: T*_DP-GD / T*_Hess-clip at epsilon in {0.01, 0.1, 1, 10}.
 
-Protocol [P section 6, Table 1; docs/algorithms.md §9.2]: for each (dataset, algorithm, epsilon) every T of the grid is run for
-every seed (one ``run_algorithm`` batch); the best T minimises the mean last-iterate excess loss;
-T* is the wall-clock update time of a run at the best T.
+Protocol [P section 6, Table 1; docs/algorithms.md §9.2]: for each (dataset, algorithm, epsilon) every T of
+the grid is run for every seed (one ``run_algorithm`` batch); the best T minimises the mean last-iterate
+excess loss; T* is the wall-clock update time of a run at the best T.
 
 Runtime of a run at best T:
 * Hess-clip runs one run at a time (iterate_single): T*_hess = mean of the seeds' runtime_s.

@@ -8,8 +8,9 @@ For every row (dataset, epsilon, conversion) of ``results/table1.csv`` and ``res
 * ``gd_gemv``: the same DP-GD update (same math, same noise scale) as a plain numpy loop with a
   gemv pair per iteration -- what the official code does; timed around the update loop only.
 Clock: thread CPU time by default (``--clock``; the library's update timer is patched to it, see
-common.use_clock_in_library). Ratios ``gd_lib / hess`` and ``gd_gemv / hess`` are then measured under the same load, minutes
-apart at most. The excess losses are those of table1*.csv (the retimed runs are not re-scored).
+common.use_clock_in_library). Ratios ``gd_lib / hess`` and ``gd_gemv / hess`` are then measured under the
+same load, minutes apart at most. The excess losses are those of table1*.csv (the retimed runs are not
+re-scored).
 
 Results of the core before c3abb36 are kept in ``results/table1_retimed_oldcore.csv`` (static) and
 shown next to the new ones (``ratio_lib_old``).
@@ -98,7 +99,8 @@ def main():
     old_path = common.RESULTS_DIR / "table1_retimed_oldcore.csv"
     if old_path.exists():
         with open(old_path) as fh:
-            old = {(r["dataset"], float(r["epsilon"]), r["conversion"]): float(r["ratio_lib"]) for r in csv.DictReader(fh)}
+            old = {(r["dataset"], float(r["epsilon"]), r["conversion"]): float(r["ratio_lib"])
+                   for r in csv.DictReader(fh)}
     for r in out:
         r["ratio_lib_old"] = old.get((r["dataset"], float(r["epsilon"]), r["conversion"]), "")
     md = [f"Best T's from table1*.csv (chosen with the old core; the choice depends on excess loss, not on time); "
@@ -107,8 +109,10 @@ def main():
           "`ratio_lib` = library DP-GD (row-blocked gemv pass) / Hess-clip; `ratio_gemv` = plain-gemv DP-GD (as the "
           "official code) / Hess-clip; `ratio_lib_old` = library DP-GD / Hess-clip measured the same way with the "
           "core before c3abb36 (lane-padded gemm; `table1_retimed_oldcore.csv`).", "",
-          common.md_table(sorted(out, key=lambda r: (str(r["dataset"]), str(r["conversion"]), float(r["epsilon"]))), ["dataset", "epsilon", "conversion", "seeds_in_selection", "dp-gd_T", "hess-clip_T",
-                                "hess_s", "gd_lib_s", "gd_gemv_s", "ratio_lib", "ratio_gemv", "ratio_lib_old", "paper_ratio"],
+          common.md_table(sorted(out, key=lambda r: (str(r["dataset"]), str(r["conversion"]), float(r["epsilon"]))),
+                          ["dataset", "epsilon", "conversion", "seeds_in_selection", "dp-gd_T", "hess-clip_T",
+                           "hess_s", "gd_lib_s", "gd_gemv_s", "ratio_lib", "ratio_gemv", "ratio_lib_old",
+                           "paper_ratio"],
                           {"hess_s": ".3f", "gd_lib_s": ".3f", "gd_gemv_s": ".3f", "ratio_lib": ".2f",
                            "ratio_gemv": ".2f", "ratio_lib_old": ".2f"}), ""]
     common.write_section("table1_retime", "\n".join(md))
