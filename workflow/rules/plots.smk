@@ -26,6 +26,7 @@ rule figure:
         study=study,
         privacy_utility=privacy_utility_algorithms,
         minibatch=minibatch_algorithms,
+        methods=lambda wildcards: list(plan().algorithms),
     message:
         "Figure {wildcards.fig}"
     script:

@@ -2,7 +2,8 @@
 the compute-budget frontier (7), from the aggregate tables.
 
 Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
-epsilon). Axis labels and titles state that T was selected non-privately.
+epsilon). Axis labels and titles state that T was selected non-privately. A method has one colour
+and line style in every figure of a run (:func:`method_styles` over the config's method list).
 """
 
 from __future__ import annotations
@@ -35,6 +36,29 @@ FLOOR_LABEL = "Gaussian ridge floor (local quadratic model), not a lower bound"
 
 def label(name: str) -> str:
     return LABELS.get(name, name)
+
+
+#: line styles of the methods, in turn per ten colours; "--" marks a non-private step (Figure 7) and ":"
+#: the floor, so neither is used here
+METHOD_LINES = ("-", "-.")
+
+
+def method_styles(methods) -> dict[str, dict]:
+    """Colour and line style of each method, the same in every figure of a run: the k-th method of
+    ``methods`` (the config's declared list, in order) gets tab10 colour k mod 10 and line style
+    ``METHOD_LINES[k // 10]`` (cycling), so up to 20 methods stay apart."""
+    colours = plt.get_cmap("tab10").colors
+    return {m: {"color": colours[k % len(colours)], "ls": METHOD_LINES[(k // len(colours)) % len(METHOD_LINES)]}
+            for k, m in enumerate(dict.fromkeys(methods))}
+
+
+def _styles_for(styles: dict | None, names) -> dict[str, dict]:
+    """``styles`` extended by any of ``names`` it lacks (a caller without the config's list)."""
+    styles = dict(styles or {})
+    extra = [n for n in dict.fromkeys(names) if n not in styles]
+    if extra:
+        styles.update(method_styles(list(styles) + extra))
+    return styles
 
 
 def _style():
@@ -84,12 +108,14 @@ def _series(d: pd.DataFrame, column: str, values, x: str):
 
 
 def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conversion: str, paths,
-                    title: str = "Privacy-utility trade-off", floor: pd.DataFrame | None = None) -> None:
+                    title: str = "Privacy-utility trade-off", floor: pd.DataFrame | None = None,
+                    styles: dict | None = None) -> None:
     """Figure 2 (and 4): best-T mean excess loss vs epsilon, log-log, +-1 s.e. bands, trivial line;
     with ``floor`` (the floor table) also the Gaussian ridge floor F*(epsilon) of each dataset as a
     dashed line, labelled as what it is: a reference on the local quadratic model, not a lower bound."""
     _style()
     b = best[(best["conversion"] == conversion) & best["algorithm"].isin(algorithms)]
+    styles = _styles_for(styles, algorithms)
     datasets = sorted(best["dataset"].unique())
     fig, axes = _grid(len(datasets))
     for ax, ds in zip(axes, datasets):
@@ -97,7 +123,7 @@ def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conv
         notes = []
         for alg, a in _series(d, "algorithm", algorithms, "epsilon"):
             _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
-                  ms=3, label=label(alg))
+                  ms=3, label=label(alg), **styles[alg])
             note = _instability(a)
             if note:
                 notes.append(f"{label(alg)} {note}")
@@ -139,7 +165,7 @@ def _instability(a: pd.DataFrame) -> str:
 
 
 def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilon: float, conversion: str,
-                   paths) -> None:
+                   paths, styles: dict | None = None) -> None:
     """Figure 1: excess loss vs runtime, best-T runs, mean over seeds.
 
     The runtime at iterate k is that of a lone run of k updates (``costs``, the timing stage:
@@ -150,13 +176,14 @@ def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilo
                & curves["algorithm"].isin(algorithms)]
     c = c.assign(runtime_s=runtime_column(c, cost_lookup(costs), "iterate"))
     c = c[np.isfinite(c["runtime_s"].to_numpy())]
+    styles = _styles_for(styles, algorithms)
     datasets = sorted(curves["dataset"].unique()) or ["(none)"]
     fig, axes = _grid(len(datasets))
     for ax, ds in zip(axes, datasets):
         d = c[c["dataset"] == ds]
         for alg, a in _series(d, "algorithm", algorithms, "iterate"):
             y = _positive(a["excess_loss_mean"])
-            _band(ax, a["runtime_s"], y, a["excess_loss_se"], label=label(alg))
+            _band(ax, a["runtime_s"], y, a["excess_loss_se"], label=label(alg), **styles[alg])
             # best T differs per panel: mark it at the curve's end (the legend is shared)
             ax.annotate(f"T={int(a['iterations'].iloc[0])}", (a["runtime_s"].iloc[-1], y[-1]),
                         fontsize=7, xytext=(3, 0), textcoords="offset points", va="center")
@@ -171,9 +198,11 @@ def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilo
     save(fig, paths)
 
 
-def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, paths) -> None:
+def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, paths,
+                styles: dict | None = None) -> None:
     """Figure 3: excess loss vs iteration at a low and a high epsilon, best-T runs."""
     _style()
+    styles = _styles_for(styles, algorithms)
     datasets = sorted(curves["dataset"].unique()) or ["(none)"]
     eps = list(epsilons)
     fig, axes = plt.subplots(len(datasets), len(eps), figsize=(4.2 * len(eps), 3.3 * len(datasets)),
@@ -185,7 +214,7 @@ def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, pat
                        & np.isclose(curves["epsilon"], e)]
             for alg, a in _series(d, "algorithm", algorithms, "iterate"):
                 _band(ax, a["iterate"], _positive(a["excess_loss_mean"]), a["excess_loss_se"],
-                      label=f"{label(alg)} (T={int(a['iterations'].iloc[0])})")
+                      label=f"{label(alg)} (T={int(a['iterations'].iloc[0])})", **styles[alg])
             if d.empty:
                 _empty(ax)
             ax.set_yscale("log")
@@ -226,13 +255,14 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
     save(fig, paths)
 
 
-def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
+def heldout(table: pd.DataFrame, algorithms, conversion: str, paths, styles: dict | None = None) -> None:
     """Figure 6: test accuracy and test log-loss (log y: diverging runs reach losses far above ln 2)
     at best T vs epsilon (log x), +-1 s.e. bands; one column per dataset; the non-private optimum of
     the training split (and, for the log-loss, the trivial w = 0) as reference lines. Best T was
     selected on the training excess loss."""
     _style()
     t = table[(table["conversion"] == conversion) & table["algorithm"].isin(algorithms)]
+    styles = _styles_for(styles, algorithms)
     datasets = sorted(table["dataset"].unique()) or ["(none)"]
     fig, grid = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 3.3 * 2), squeeze=False)
     panels = [("test_accuracy", "test accuracy at best T (mean, +-1 s.e.)"),
@@ -244,7 +274,7 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
             ax = grid[i][j]
             for alg, a in _series(d, "algorithm", algorithms, "epsilon"):
                 _band(ax, a["epsilon"], a[f"{metric}_mean"], a[f"{metric}_se"], marker="o", ms=3,
-                      label=label(alg))
+                      label=label(alg), **styles[alg])
             if len(ref):
                 ax.axhline(float(ref[f"optimum_{metric}"].iloc[0]), color="k", ls="--", lw=1,
                            label="non-private optimum w* (training split)")
@@ -265,7 +295,7 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths) -> None:
 
 
 def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str, paths,
-                    floor: pd.DataFrame | None = None) -> None:
+                    floor: pd.DataFrame | None = None, styles: dict | None = None) -> None:
     """Figure 7: the compute-budget frontier (:mod:`dpnewton.pipeline.frontier`), log-log: best mean
     excess loss within a budget vs the budget, a step line (best so far) per method, one panel per
     (dataset, epsilon) for each cost measure (rows: dataset x {gradient passes, lone-run runtime});
@@ -279,8 +309,7 @@ def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str
     measures = [("passes", "budget: gradient passes over Z (pass-equivalents)"),
                 ("runtime_s", "budget: lone-run runtime (s), timing stage")]
     nrows = len(datasets) * len(measures)
-    methods = sorted(long["method"].unique())
-    colors = {m: plt.get_cmap("tab20")(k % 20) for k, m in enumerate(methods)}
+    styles = _styles_for(styles, sorted(long["method"].unique()))
     fig, grid = plt.subplots(nrows, len(eps), figsize=(4.2 * len(eps), 3.3 * nrows), squeeze=False)
     for i, ds in enumerate(datasets):
         triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"] if "dataset" in baseline else []
@@ -295,7 +324,8 @@ def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str
                     if not np.isfinite(y).any():
                         continue
                     nonprivate = a["role"].iloc[0] == "non-private step"
-                    ax.step(a["budget"], y, where="post", ls="--" if nonprivate else "-", lw=1.3, color=colors[method],
+                    style = {**styles[method], **({"ls": "--"} if nonprivate else {})}
+                    ax.step(a["budget"], y, where="post", lw=1.3, **style,
                             label=label(method) + (" (non-private step)" if nonprivate else ""))
                     drawn = True
                 if len(triv):
@@ -342,29 +372,30 @@ def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
     """Entry point of the figure rules: ``name`` is the rule name (fig1_runtime, ...)."""
     fig = params["figures"]
     conv = params["conversion"]
+    styles = method_styles(params.get("methods", []))
     best = pd.read_parquet(inputs["best"]) if "best" in inputs else None
     if name == "fig1_runtime":
         runtime_curves(pd.read_parquet(inputs["curves"]), pd.read_parquet(inputs["costs"]),
-                       fig["runtime_algorithms"], float(fig["runtime_epsilon"]), conv, outputs)
+                       fig["runtime_algorithms"], float(fig["runtime_epsilon"]), conv, outputs, styles)
     elif name == "fig2_privacy_utility":
         floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
         privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["privacy_utility"], conv, outputs,
-                        floor=floor)
+                        floor=floor, styles=styles)
     elif name == "fig3_convergence":
         convergence(pd.read_parquet(inputs["curves"]), fig["convergence_algorithms"], fig["convergence_epsilons"],
-                    conv, outputs)
+                    conv, outputs, styles)
     elif name == "fig4_minibatch":
         privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["minibatch"], conv, outputs,
-                        title="Minibatch variants vs DP-SGD")
+                        title="Minibatch variants vs DP-SGD", styles=styles)
     elif name == "fig5_conversions":
         base = pd.read_parquet(inputs["baseline"]) if "baseline" in inputs else None
         conversions(best, params["study"]["algorithm"], params["conversions"], outputs, base)
     elif name == "fig7_frontier":
         floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
         frontier_figure(pd.read_parquet(inputs["frontier"]), pd.read_parquet(inputs["baseline"]), conv, outputs,
-                        floor=floor)
+                        floor=floor, styles=styles)
     elif name == "fig6_heldout":
-        heldout(pd.read_parquet(inputs["heldout"]), params["privacy_utility"], conv, outputs)
+        heldout(pd.read_parquet(inputs["heldout"]), params["privacy_utility"], conv, outputs, styles)
     else:
         raise ValueError(f"unknown figure {name!r}")
 

@@ -1,0 +1,54 @@
+"""A method keeps one colour and line style across the figures of a run, and methods stay apart."""
+
+import pandas as pd
+
+from dpnewton.pipeline import plots
+
+
+def test_twenty_methods_get_twenty_distinct_styles():
+    names = [f"m{k}" for k in range(20)]
+    styles = plots.method_styles(names)
+    assert len({(s["color"], s["ls"]) for s in styles.values()}) == 20
+    # neither the non-private dash of Figure 7 nor the floor's dots is a method's line
+    assert {s["ls"] for s in styles.values()} <= {"-", "-."}
+    # a repeated name keeps its first slot
+    assert plots.method_styles(["a", "b", "a"]) == plots.method_styles(["a", "b"])
+
+
+def _drawn_styles(monkeypatch, draw):
+    seen = {}
+
+    def fake_save(fig, paths):
+        for ax in fig.axes:
+            for ln in ax.get_lines():
+                seen[ln.get_label()] = (ln.get_color(), ln.get_linestyle())
+        plots.plt.close(fig)
+
+    monkeypatch.setattr(plots, "save", fake_save)
+    draw()
+    return seen
+
+
+def test_a_method_has_the_same_style_in_figure_2_and_figure_7(tmp_path, monkeypatch):
+    methods = ["dp-gd", "hess-clip", "qu-clip", "objpert"]
+    styles = plots.method_styles(methods)
+    best = pd.DataFrame({"dataset": "s", "algorithm": ["objpert", "objpert", "qu-clip", "qu-clip"],
+                         "conversion": "bs16", "epsilon": [0.1, 1.0, 0.1, 1.0],
+                         "excess_loss_mean": [0.05, 0.01, 0.04, 0.02], "excess_loss_se": 0.0})
+    baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.1]})
+    fig2 = _drawn_styles(monkeypatch, lambda: plots.privacy_utility(
+        best, baseline, ["qu-clip", "objpert"], "bs16", [tmp_path / "f2.png"], styles=styles))
+    frontier = pd.DataFrame({"dataset": "s", "conversion": "bs16", "epsilon": 1.0, "method": ["objpert"] * 2,
+                             "role": "one-shot", "configurations": 1, "budget_index": [0, 1]})
+    for prefix in ("passes_", "runtime_"):
+        frontier = frontier.assign(**{prefix + "budget": [1.0, 10.0], prefix + "best_excess_loss": [0.02, 0.01],
+                                      prefix + "best_algorithm": "objpert", prefix + "best_T": 1,
+                                      prefix + "best_cost": 1.0, prefix + "costed": True, prefix + "note": ""})
+    fig7 = _drawn_styles(monkeypatch, lambda: plots.frontier_figure(
+        frontier, baseline, "bs16", [tmp_path / "f7.png"], styles=styles))
+    for name in ("objpert", "qu-clip"):
+        colour, ls = styles[name]["color"], styles[name]["ls"]
+        assert fig2[plots.label(name)] == (colour, ls)
+    assert fig7[plots.label("objpert")] == (styles["objpert"]["color"], styles["objpert"]["ls"])
+    # the config's order decides, not the figure's subset: objpert is the 4th method in both
+    assert fig2[plots.label("objpert")][0] == plots.plt.get_cmap("tab10").colors[3]
