@@ -1,6 +1,6 @@
 """Compute-budget frontier (dpnewton.pipeline.frontier): known answers on hand-made tables, the
 pass-equivalent accounting, the crossover rule, and one tiny pipeline run (the session's reference
-run of tests/test_determinism.py) that produces the table and Figure 7."""
+run of tests/test_determinism.py) that produces the table and Figure 6."""
 
 from __future__ import annotations
 
@@ -194,7 +194,7 @@ def test_pipeline_table_and_figure(tmp_path_factory):
     last = table[table["budget_index"] == F.N_BUDGETS - 1].set_index(["method", "epsilon"])
     for r in best.itertuples():
         assert last.loc[(r.algorithm, r.epsilon), "passes_best_excess_loss"] == pytest.approx(r.excess_loss_mean)
-    target = "results/figures/fig7_frontier.png"
+    target = "results/figures/fig6_frontier.png"
     res = subprocess.run(snakemake_cmd(ref)[:1] + ["-m", "snakemake", target] + snakemake_cmd(ref)[4:],
                          cwd=REPO, capture_output=True, text=True, timeout=600, env=env())
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -1,6 +1,6 @@
 """End-to-end pipeline run with ``holdout`` on (tiny synthetic config, in a tmp dir).
 
-Checks the held-out table and Figure 6, that runs, optimum, excess loss and timing used the
+Checks the held-out table and Figure 7, that runs, optimum, excess loss and timing used the
 training split only, and recomputes the held-out numbers independently (from the prepared file,
 the saved optimum and replayed runs). Select with ``pytest -m slow tests/test_holdout_pipeline.py``.
 """
@@ -127,10 +127,10 @@ def test_heldout_table_at_best_T(run_dir):
 
 
 def test_figure_and_report(run_dir):
-    for fig in ("fig2_privacy_utility", "fig6_heldout"):
+    for fig in ("fig2_privacy_utility", "fig7_heldout"):
         p = run_dir / "results/figures" / f"{fig}.png"
         assert p.exists() and p.stat().st_size > 1000, p
     res = snakemake(run_dir, "--report", "report.html", config=run_dir / "cfg.yaml")
     assert res.returncode == 0, res.stderr[-3000:]
     html = (run_dir / "report.html").read_text(errors="replace")
-    assert "fig6_heldout" in html and "heldout.csv" in html and "training excess loss" in html
+    assert "fig7_heldout" in html and "heldout.csv" in html and "training excess loss" in html

@@ -9,7 +9,7 @@ def test_twenty_methods_get_twenty_distinct_styles():
     names = [f"m{k}" for k in range(20)]
     styles = plots.method_styles(names)
     assert len({(s["color"], s["ls"]) for s in styles.values()}) == 20
-    # neither the non-private dash of Figure 7 nor the floor's dots is a method's line
+    # neither the non-private dash of Figure 6 nor the floor's dots is a method's line
     assert {s["ls"] for s in styles.values()} <= {"-", "-."}
     # a repeated name keeps its first slot
     assert plots.method_styles(["a", "b", "a"]) == plots.method_styles(["a", "b"])
@@ -44,11 +44,11 @@ def test_a_method_has_the_same_style_in_figure_2_and_figure_7(tmp_path, monkeypa
         frontier = frontier.assign(**{prefix + "budget": [1.0, 10.0], prefix + "best_excess_loss": [0.02, 0.01],
                                       prefix + "best_algorithm": "objpert", prefix + "best_T": 1,
                                       prefix + "best_cost": 1.0, prefix + "costed": True, prefix + "note": ""})
-    fig7 = _drawn_styles(monkeypatch, lambda: plots.frontier_figure(
+    fig6 = _drawn_styles(monkeypatch, lambda: plots.frontier_figure(
         frontier, baseline, "bs16", [tmp_path / "f7.png"], styles=styles))
     for name in ("objpert", "qu-clip"):
         colour, ls = styles[name]["color"], styles[name]["ls"]
         assert fig2[plots.label(name)] == (colour, ls)
-    assert fig7[plots.label("objpert")] == (styles["objpert"]["color"], styles["objpert"]["ls"])
+    assert fig6[plots.label("objpert")] == (styles["objpert"]["color"], styles["objpert"]["ls"])
     # the config's order decides, not the figure's subset: objpert is the 4th method in both
     assert fig2[plots.label("objpert")][0] == plots.plt.get_cmap("tab10").colors[3]

@@ -238,8 +238,8 @@ def figure_names():
     made = {
         "fig4_minibatch": any(a != figure_config()["minibatch_baseline"] for a in minibatch_algorithms()),
         "fig5_conversions": len(conversions()) > 1,
-        "fig6_heldout": holdout() is not None,
-        "fig7_frontier": True,
+        "fig6_frontier": True,
+        "fig7_heldout": holdout() is not None,
     }
     return [f for f in figures.FIGURES if f in figures.ALWAYS or made.get(f, False)]
 

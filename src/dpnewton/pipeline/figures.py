@@ -6,8 +6,8 @@ Each name is the stem of its files ``results/figures/<name>.<format>`` (and of `
 :data:`SPECS` says which tables a figure reads and its title (the report label and the job's
 message). Which of them a run makes depends on the config (``common.smk`` ``figure_names``): the
 first three always, ``fig4_minibatch`` when a minibatch variant is configured, ``fig5_conversions``
-when more than one conversion is run, ``fig6_heldout`` with a holdout; ``fig7_frontier`` (the
-compute-budget frontier) always.
+when more than one conversion is run, ``fig6_frontier`` (the compute-budget frontier) always,
+``fig7_heldout`` with a holdout.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ SPECS: dict[str, Figure] = {
     "fig3_convergence": Figure("Figure 3: convergence vs DP-GD-Oracle", {"best": "best_T", "curves": "best_curves"}),
     "fig4_minibatch": Figure("Figure 4: minibatch vs DP-SGD", {"best": "best_T", "baseline": "baseline"}),
     "fig5_conversions": Figure("Figure 5: conversions", {"best": "best_T", "baseline": "baseline"}),
-    "fig6_heldout": Figure("Figure 6: held-out test metrics", {"heldout": "heldout"}),
-    "fig7_frontier": Figure("Figure 7: compute-budget frontier",
+    "fig6_frontier": Figure("Figure 6: compute-budget frontier",
                             {"frontier": "frontier", "baseline": "baseline", "floor": "floor"}),
+    "fig7_heldout": Figure("Figure 7: held-out test metrics", {"heldout": "heldout"}),
 }
 FIGURES: tuple[str, ...] = tuple(SPECS)
 #: the figures every run makes

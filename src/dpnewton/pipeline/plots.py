@@ -1,5 +1,5 @@
-"""Figures of the paper (1-4), the conversion study (5), with a holdout the held-out metrics (6), and
-the compute-budget frontier (7), from the aggregate tables.
+"""Figures of the paper (1-4), the conversion study (5), the compute-budget frontier (6) and, with a
+holdout, the held-out metrics (7), from the aggregate tables.
 
 Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
 epsilon). Axis labels and titles state that T was selected non-privately. A method has one colour
@@ -38,7 +38,7 @@ def label(name: str) -> str:
     return LABELS.get(name, name)
 
 
-#: line styles of the methods, in turn per ten colours; "--" marks a non-private step (Figure 7) and ":"
+#: line styles of the methods, in turn per ten colours; "--" marks a non-private step (Figure 6) and ":"
 #: the floor, so neither is used here
 METHOD_LINES = ("-", "-.")
 
@@ -256,7 +256,7 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
 
 
 def heldout(table: pd.DataFrame, algorithms, conversion: str, paths, styles: dict | None = None) -> None:
-    """Figure 6: test accuracy and test log-loss (log y: diverging runs reach losses far above ln 2)
+    """Figure 7: test accuracy and test log-loss (log y: diverging runs reach losses far above ln 2)
     at best T vs epsilon (log x), +-1 s.e. bands; one column per dataset; the non-private optimum of
     the training split (and, for the log-loss, the trivial w = 0) as reference lines. Best T was
     selected on the training excess loss."""
@@ -296,7 +296,7 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths, styles: dic
 
 def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str, paths,
                     floor: pd.DataFrame | None = None, styles: dict | None = None) -> None:
-    """Figure 7: the compute-budget frontier (:mod:`dpnewton.pipeline.frontier`), log-log: best mean
+    """Figure 6: the compute-budget frontier (:mod:`dpnewton.pipeline.frontier`), log-log: best mean
     excess loss within a budget vs the budget, a step line (best so far) per method, one panel per
     (dataset, epsilon) for each cost measure (rows: dataset x {gradient passes, lone-run runtime});
     the trivial w = 0 and the Gaussian ridge floor F* as horizontal reference lines (the
@@ -390,11 +390,11 @@ def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
     elif name == "fig5_conversions":
         base = pd.read_parquet(inputs["baseline"]) if "baseline" in inputs else None
         conversions(best, params["study"]["algorithm"], params["conversions"], outputs, base)
-    elif name == "fig7_frontier":
+    elif name == "fig6_frontier":
         floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
         frontier_figure(pd.read_parquet(inputs["frontier"]), pd.read_parquet(inputs["baseline"]), conv, outputs,
                         floor=floor, styles=styles)
-    elif name == "fig6_heldout":
+    elif name == "fig7_heldout":
         heldout(pd.read_parquet(inputs["heldout"]), params["privacy_utility"], conv, outputs, styles)
     else:
         raise ValueError(f"unknown figure {name!r}")
