@@ -326,7 +326,8 @@ def test_summary_table_keeps_hyphenated_setting():
     configurations = pd.DataFrame(columns=["base", "max_variants", "mean_tried_per_cell", "max_tried_per_cell",
                                            "cells", "cells_grid_extended", "cells_at_edge"])
     extra = {"conv": CONV, "timing_tolerance": CLAIMS["timing_tolerance"], "table1": pd.DataFrame(),
-             "configurations": configurations, "divergence": pd.DataFrame(), "robustness": pd.DataFrame()}
+             "configurations": configurations, "divergence": pd.DataFrame(), "robustness": pd.DataFrame(),
+             "methods": ()}
     md = cl.markdown(v, extra, {}, pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.5]}))
     assert "| C1 | s | not reproduced | partly | reproduced |" in md
 

@@ -77,11 +77,12 @@ def test_target_counts_and_section():
     # eps 0.01 is below floor_min_epsilon: it is not counted for the floor target (though 0.5/0.45 < 1.25)
     assert (k["floor_met"], k["floor_cells"], k["cells"]) == (0, 1, 2)
     assert k["speed_needed"] == math.ceil(TARGETS["cells_share"] * 2) and k["speed_met"] == 0
-    text = "\n".join(_beyond_section(t))
+    text = "\n".join(_beyond_section(t, ("dp-gd", "hess-clip")))
     assert "Gaussian ridge floor (local quadratic model)" in text and "not a lower bound" in text
     assert "met in 0 of 1 cells; missed in a1a@1 (2.00x)" in text
     assert "| a1a | 1 | dp-gd-tail (9600) |" in text and "dp-gd-tail (9600 (high))" in text
-    assert _beyond_section(None) == [] and _beyond_section(t.iloc[:0]) == []
+    assert "*second order* = hess-clip, with or without averaging" in text
+    assert _beyond_section(None, ()) == [] and _beyond_section(t.iloc[:0], ()) == []
 
 
 def test_paper_configurations_are_the_papers_methods_at_their_last_iterate():

@@ -30,7 +30,7 @@ def beyond_frame():
 
 
 def test_best_lines_count_cells_and_targets():
-    text = "\n".join(hl.best_lines(beyond_frame(), "bs16"))
+    text = "\n".join(hl.best_lines(beyond_frame(), "bs16", ("dp-gd", "qu-clip", "hess-clip", "objpert")))
     assert "(4 (dataset, epsilon) cells, `bs16`" in text
     assert "dp-gd-tail in 2, dp-gd in 1, objpert in 1." in text
     assert "1.6x the best (median; range 1-3x)" in text
@@ -38,6 +38,7 @@ def test_best_lines_count_cells_and_targets():
     assert "within 1.25x of F\\* in 2 of 3 cells with epsilon >= 0.1" in text
     assert "median 1.35 (range 1.1-9)" in text
     assert "within one standard error of the best in 2 of 4 cells" in text
+    assert "**Second order** (hess-clip, qu-clip):" in text          # the run's methods, in ROLES order
     assert "less runtime than averaged DP-GD in 1 (target: 3)" in text
 
 
@@ -51,9 +52,9 @@ def test_budget_lines_name_the_crossovers():
             dict(dataset="s", conversion="bs16", epsilon=1.0, measure="runtime_s", budgets=8, second_order_budgets=8,
                  second_order_from=0.01, second_order_to=10.0, second_order_winner="qu-clip",
                  crossover_budget=np.nan, first_order_winner="", note="")]
-    lines = hl.budget_lines(pd.DataFrame(rows, columns=CROSSOVER_COLUMNS))
-    second = ("(hess-clip, hess-add, qu-clip, qu-add, minibatch-hess-clip, minibatch-hess-add, minibatch-qu-clip, "
-              "minibatch-qu-add, cubic-newton, precond-dp-gd)")
+    lines = hl.budget_lines(pd.DataFrame(rows, columns=CROSSOVER_COLUMNS), ("precond-dp-gd", "dp-gd", "qu-clip",
+                                                                             "hess-clip", "aop"))
+    second = "(hess-clip, qu-clip, precond-dp-gd)"
     assert lines == [
         f"* **Winner by compute budget** (gradient passes): a second-order method {second} is best at some budget "
         "in 1 of 2 cells (a1a@10 from 10 passes until dp-gd overtakes at 300).",

@@ -170,9 +170,10 @@ def test_claims_section_from_frontier():
     text = winner_by_budget(x.iloc[0])
     assert text == ("second order best at 2/4 budgets in [2, 4] passes (hess-clip at the first); "
                     "dp-gd overtakes at 8 passes")
-    lines = _budget_section(x.assign(reading=[text]))
+    lines = _budget_section(x.assign(reading=[text]), ("dp-gd", "hess-clip", "damped-newton"))
     assert lines[1].startswith("## Winner by compute budget") and lines[-1].endswith(f"| {text} |")
-    assert _budget_section(None) == [] and _budget_section(x.iloc[:0]) == []
+    assert "second order = hess-clip; first order = dp-gd. dp-gd-oracle" in lines[3]
+    assert _budget_section(None, ()) == [] and _budget_section(x.iloc[:0], ()) == []
 
 
 @pytest.mark.slow

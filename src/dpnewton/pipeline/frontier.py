@@ -74,6 +74,13 @@ def role(method: str) -> str:
     return ROLES.get(method, "other")
 
 
+def members(role_name: str, methods) -> tuple[str, ...]:
+    """The methods of ``role_name`` among ``methods`` (e.g. the base algorithms of a run), in
+    :data:`ROLES` order: what a report names, rather than every method the package has."""
+    present = set(methods)
+    return tuple(b for b, r in ROLES.items() if r == role_name and b in present)
+
+
 def hyper_dict(h) -> dict:
     """A row's ``hyper`` as a dict (tables store it as JSON text; anything else is {})."""
     if isinstance(h, dict):

@@ -33,7 +33,8 @@ def official_rho(epsilon: float, delta: float) -> float:
 
 def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
              official=official_rho) -> tuple[pd.DataFrame, dict]:
-    """All claims under all settings -> (verdict rows, extra tables).
+    """All claims under all settings -> (verdict rows, extra tables; ``extra['methods']``: the base
+    algorithms of ``best``, the methods the report names).
 
     ``claims`` is the filled config's ``claims`` section (:func:`dpnewton.pipeline.config.load_config`
     or ``fill_defaults``: every key the schema gives a default is present). ``costs`` are the timing
@@ -65,6 +66,7 @@ def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
     timed = [verdicts_with(scaled_costs(costs, base_alg, f))[0] for f in (1 + tol, 1 / (1 + tol))]
     extra.update({"robustness": robust, "divergence": divergence_table(runs, baseline),
                   "configurations": configurations(summary, full), "code_versions": code_versions(runs),
+                  "methods": tuple(full["base"].unique()),
                   "timing_tolerance": tol, "tuning_budget": tuning_budget(best, claims["protocol_conversion"]),
                   "beyond": beyond_table(full, claims["protocol_conversion"], cost_lookup(costs),
                                          dims_from_baseline(baseline))})

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_write_text
-from ..frontier import MEASURE_LABELS, SECOND_ORDER
+from ..frontier import MEASURE_LABELS, members
 from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .cost import REFERENCE_CORES
@@ -54,7 +54,7 @@ def verdict_line(verdicts: pd.DataFrame) -> str:
             + "; ".join(parts) + ".")
 
 
-def best_lines(beyond: pd.DataFrame, conversion: str) -> list[str]:
+def best_lines(beyond: pd.DataFrame, conversion: str, methods) -> list[str]:
     n = len(beyond)
     counts = target_counts(beyond)
     ratio = beyond["best_over_floor"].astype(float)
@@ -72,16 +72,17 @@ def best_lines(beyond: pd.DataFrame, conversion: str) -> list[str]:
                  f"within {TARGETS['floor_ratio']:g}x of F\\* in {counts['floor_met']} of {counts['floor_cells']} "
                  f"cells with epsilon >= {TARGETS['floor_min_epsilon']:g} (target: all); best / F\\* has median "
                  f"{_fmt(float(ratio.median()))} (range {_fmt(float(ratio.min()))}-{_fmt(float(ratio.max()))}).")
-    L.append(f"* **Second order** ({', '.join(SECOND_ORDER)}): within one standard error of the best in "
+    second = ", ".join(members("second-order", methods))
+    L.append(f"* **Second order** ({second}): within one standard error of the best in "
              f"{counts['within_se']} of {counts['cells']} cells; also with >= {TARGETS['iterations_ratio']:g}x fewer "
              f"iterations and >= {TARGETS['runtime_ratio']:g}x less runtime than averaged DP-GD in "
              f"{counts['speed_met']} (target: {counts['speed_needed']}).")
     return L
 
 
-def budget_lines(winners: pd.DataFrame) -> list[str]:
+def budget_lines(winners: pd.DataFrame, methods) -> list[str]:
     L = []
-    second = ", ".join(SECOND_ORDER)
+    second = ", ".join(members("second-order", methods))
     for measure, g in winners.groupby("measure", sort=True):
         so = g[g["second_order_budgets"] > 0]
         unit = "passes" if measure == "passes" else "s"
@@ -126,15 +127,18 @@ def cost_line(cost: pd.DataFrame) -> str:
 
 def headline(verdicts: pd.DataFrame, extra: dict, conversion: str) -> list[str]:
     """The "In short" section from the verdict rows and :func:`~.evaluation.evaluate`'s ``extra``
-    (with the report's optional parts: ``budget_winner``, ``tracks``, ``cost``)."""
+    (with the report's optional parts: ``budget_winner``, ``tracks``, ``cost``; ``methods``, the run's base
+    algorithms, whenever ``beyond`` or ``budget_winner`` is there)."""
     L = [HEADING, "", verdict_line(verdicts)]
     beyond = extra.get("beyond")
     if beyond is not None and len(beyond):
-        L += best_lines(beyond, conversion)
-    for key, lines in (("budget_winner", budget_lines), ("tracks", tracks_lines)):
-        frame = extra.get(key)
-        if frame is not None and len(frame):
-            L += lines(frame)
+        L += best_lines(beyond, conversion, extra["methods"])
+    winners = extra.get("budget_winner")
+    if winners is not None and len(winners):
+        L += budget_lines(winners, extra["methods"])
+    tracks = extra.get("tracks")
+    if tracks is not None and len(tracks):
+        L += tracks_lines(tracks)
     cost = extra.get("cost")
     if cost is not None and len(cost):
         L.append(cost_line(cost))

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_path, atomic_write_text
-from ..frontier import FIRST_ORDER, MEASURE_LABELS, SECOND_ORDER
+from ..frontier import MEASURE_LABELS, members
 from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .cost import cost_section, run_cost
@@ -260,18 +260,21 @@ def _code_versions_section(versions) -> list[str]:
         for _, r in versions.iterrows()]
 
 
-def _budget_section(bw) -> list[str]:
-    """Winner by compute budget, from the frontier table (only when the claims rule has it)."""
+def _budget_section(bw, methods) -> list[str]:
+    """Winner by compute budget, from the frontier table (only when the claims rule has it); ``methods``:
+    the run's base algorithms."""
     if bw is None or not len(bw):
         return []
+    second = members("second-order", methods)
+    gloss = (" (precond-dp-gd: DP-GD preconditioned by one private curvature release)"
+             if "precond-dp-gd" in second else "")
     L = ["", "## Winner by compute budget (from the frontier table; not a claim of the paper)", "",
          f"Conversion {bw['conversion'].iloc[0]}. Per (dataset, epsilon) and cost measure: at each of the frontier's "
          "budgets, the method with the smallest best mean excess loss within that budget, over all its declared "
          "configurations and T (results/tables/frontier.csv; **non-private** selection, as best T). Candidates: "
-         f"second order = {', '.join(SECOND_ORDER)} (precond-dp-gd: DP-GD preconditioned by one private "
-         f"curvature release); first order = {', '.join(FIRST_ORDER)}. dp-gd-oracle and damped-newton have "
-         "non-private steps and AOP and objpert are one-shot: not candidates. An exact tie goes to the first-order "
-         "method. *overtakes at*: the first budget above the "
+         f"second order = {', '.join(second)}{gloss}; first order = {', '.join(members('first-order', methods))}. "
+         "dp-gd-oracle and damped-newton have non-private steps and AOP and objpert are one-shot: not candidates. "
+         "An exact tie goes to the first-order method. *overtakes at*: the first budget above the "
          "first second-order win where a first-order method is best. Passes are pass-equivalents "
          "(benchmarks/pass_costs.py), runtimes lone-run seconds (timing stage; untimed methods absent).", "",
          "| dataset | eps | measure | winner by compute budget |", "|---|---|---|---|"]
@@ -280,9 +283,10 @@ def _budget_section(bw) -> list[str]:
     return L
 
 
-def _beyond_section(table: pd.DataFrame | None) -> list[str]:
+def _beyond_section(table: pd.DataFrame | None, methods) -> list[str]:
     """Beyond the paper (:mod:`.beyond`): the best private method per cell against the ridge floor, and
-    the best second-order method against it and against averaged DP-GD."""
+    the best second-order method against it and against averaged DP-GD (``methods``: the run's base
+    algorithms)."""
     if table is None or not len(table):
         return []
     t = TARGETS
@@ -294,7 +298,7 @@ def _beyond_section(table: pd.DataFrame | None) -> list[str]:
          "out. F* is the **Gaussian ridge floor (local quadratic model)**: the expected excess loss of ridge-"
          "regularised, Gaussian-perturbed ERM on the quadratic model at w* (results/tables/floor.csv); it is not "
          "a lower bound, and the trivial loss of w = 0 is listed under *Divergence*. *second order* = "
-         f"{', '.join(SECOND_ORDER)}, with or without averaging. Ratios against "
+         f"{', '.join(members('second-order', methods))}, with or without averaging. Ratios against "
          "*averaged DP-GD* are at both methods' best T: iterations, lone-run runtime (timing stage; n/a when a "
          "configuration was not timed) and pass-equivalents (benchmarks/pass_costs.py). `high`: averaged "
          "DP-GD's best T is at its cap.", "",
@@ -357,8 +361,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += _divergence_section(extra["divergence"], baseline)
     L += _robustness_section(extra["robustness"])
     L += _code_versions_section(extra.get("code_versions"))
-    L += _budget_section(extra.get("budget_winner"))
-    L += _beyond_section(extra.get("beyond"))
+    L += _budget_section(extra.get("budget_winner"), extra["methods"])
+    L += _beyond_section(extra.get("beyond"), extra["methods"])
     L += tracks_section(extra.get("tracks"), extra.get("tracks_declared"))
     L += cost_section(extra.get("cost"))
     L += _caveats()
