@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpnewton.pipeline.claims.beyond import TARGETS, beyond_table, target_counts
+from dpnewton.pipeline.claims.beyond import TARGETS, beyond_table, speed_misses, target_counts
 from dpnewton.pipeline.claims.cells import is_paper_configuration
 from dpnewton.pipeline.claims.report import _beyond_section
 from dpnewton.pipeline.frontier import run_passes
@@ -62,11 +62,17 @@ def test_second_order_within_one_se_meets_the_speed_target():
     b = _best()
     b.loc[b["algorithm"] == "hess-clip", "excess_loss_se"] = 0.002      # hypot(0.002, 0.001) = 0.00224 >= 0.002
     r = beyond_table(b, "bs16", COSTS, {}).iloc[0]
-    assert r["second_order_within_se"] and r["speed_target_met"]
+    assert r["second_order_within_se"] and r["speed_target_met"] and speed_misses(r.to_dict()) == []
     assert math.isnan(r["passes_ratio"])                                   # no dims: no pass count
+    assert r["best_edge"] == "high"                                        # dp-gd-tail, best at its cap
     # without a timing of the second-order configuration the runtime ratio is unknown and the target unmet
     r = beyond_table(b, "bs16", {("a1a", "dp-gd-tail"): (0.01, 0.004)}, {}).iloc[0]
     assert math.isnan(r["runtime_ratio"]) and not r["speed_target_met"]
+    assert speed_misses(r.to_dict()) == ["runtime ratio n/a"]
+    # hess-clip at T = 16 against dp-gd-tail at 9600: 600x fewer iterations, 0.004 x 9599 / (0.02 x 15) runtime
+    r = beyond_table(b, "bs16", {("a1a", "dp-gd-tail"): (0.01, 0.004), ("a1a", "hess-clip"): (0.03, 2.0)},
+                     {}).iloc[0]
+    assert r["iterations_ratio"] == 600 and speed_misses(r.to_dict()) == ["runtime ratio 1.28x < 3x"]
 
 
 def test_target_counts_and_section():
@@ -79,8 +85,9 @@ def test_target_counts_and_section():
     assert k["speed_needed"] == math.ceil(TARGETS["cells_share"] * 2) and k["speed_met"] == 0
     text = "\n".join(_beyond_section(t, ("dp-gd", "hess-clip")))
     assert "Gaussian ridge floor (local quadratic model)" in text and "not a lower bound" in text
-    assert "met in 0 of 1 cells; missed in a1a@1 (2.00x)" in text
-    assert "| a1a | 1 | dp-gd-tail (9600) |" in text and "dp-gd-tail (9600 (high))" in text
+    assert "met in 0 of 1 cells; missed in a1a@1 (2.00x, its best T at the cap)" in text
+    assert text.endswith("Missed, and why: a1a@0.01 (no second-order method), a1a@1 (1.10x the best, beyond one s.e.).")
+    assert "| a1a | 1 | dp-gd-tail (9600 (high)) |" in text and "dp-gd-tail (9600 (high))" in text
     assert "*second order* = hess-clip, with or without averaging" in text
     assert _beyond_section(None, ()) == [] and _beyond_section(t.iloc[:0], ()) == []
 

@@ -32,8 +32,8 @@ from .cells import base_of, is_averaged, is_reset
 TARGETS = {"floor_ratio": 1.25, "floor_min_epsilon": 0.1, "iterations_ratio": 5.0, "runtime_ratio": 3.0,
            "cells_share": 0.75}
 
-COLUMNS = ["dataset", "epsilon", "best", "best_T", "best_excess", "best_se", "ridge_floor", "best_over_floor",
-           "dp_gd", "dp_gd_excess", "dp_gd_over_best", "averaged", "averaged_T", "averaged_edge",
+COLUMNS = ["dataset", "epsilon", "best", "best_T", "best_edge", "best_excess", "best_se", "ridge_floor",
+           "best_over_floor", "dp_gd", "dp_gd_excess", "dp_gd_over_best", "averaged", "averaged_T", "averaged_edge",
            "averaged_excess", "second_order", "second_order_T", "second_order_excess", "second_order_se",
            "second_order_over_best", "second_order_within_se", "iterations_ratio", "runtime_ratio", "passes_ratio",
            "floor_target_met", "speed_target_met"]
@@ -62,6 +62,7 @@ def beyond_table(best: pd.DataFrame, conversion: str, costs: dict, dims: dict) -
         so = _argmin(cell[cell["base"].isin(SECOND_ORDER)])
         floor = float(top.get("ridge_floor", float("nan")))
         rec = {"dataset": ds, "epsilon": float(eps), "best": top["algorithm"], "best_T": int(top["best_T"]),
+               "best_edge": str(top.get("edge", "")),
                "best_excess": float(top["excess_loss_mean"]), "best_se": float(top["excess_loss_se"]),
                "ridge_floor": floor,
                "best_over_floor": float(top["excess_loss_mean"]) / floor if floor > 0 else float("nan")}
@@ -94,6 +95,24 @@ def beyond_table(best: pd.DataFrame, conversion: str, costs: dict, dims: dict) -
                                            and rec["runtime_ratio"] >= TARGETS["runtime_ratio"])
         rows.append(rec)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def speed_misses(row: dict) -> list[str]:
+    """Why a cell misses the second-order target: each of its conditions that fails (empty if met).
+    ``row``: a row of :func:`beyond_table` as a dict."""
+    if not isinstance(row.get("second_order"), str):
+        return ["no second-order method"]
+    if not isinstance(row.get("averaged"), str):
+        return ["no averaged DP-GD"]
+    out = [] if row.get("second_order_within_se") is True else [
+        f"{float(row['second_order_over_best']):.2f}x the best, beyond one s.e."]
+    for key, label in (("iterations_ratio", "iterations"), ("runtime_ratio", "runtime")):
+        x = float(row.get(key, float("nan")))
+        if not math.isfinite(x):
+            out.append(f"{label} ratio n/a")
+        elif x < TARGETS[key]:
+            out.append(f"{label} ratio {x:.2f}x < {TARGETS[key]:g}x")
+    return out
 
 
 def target_counts(table: pd.DataFrame) -> dict:
