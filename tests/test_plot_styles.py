@@ -1,8 +1,17 @@
 """A method keeps one colour and line style across the figures of a run, and methods stay apart."""
 
+from pathlib import Path
+
 import pandas as pd
+import pytest
+import yaml
 
 from dpnewton.pipeline import plots
+from dpnewton.pipeline.config import load_config
+from dpnewton.pipeline.figures import style_order
+from dpnewton.pipeline.plan import expand
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_twenty_methods_get_twenty_distinct_styles():
@@ -52,3 +61,23 @@ def test_a_method_has_the_same_style_in_figure_2_and_figure_7(tmp_path, monkeypa
     assert fig6[plots.label("objpert")] == (styles["objpert"]["color"], styles["objpert"]["ls"])
     # the config's order decides, not the figure's subset: objpert is the 4th method in both
     assert fig2[plots.label("objpert")][0] == plots.plt.get_cmap("tab10").colors[3]
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/claims.yaml", ".test/config/config.yaml"])
+def test_every_name_a_figure_draws_has_its_own_style(configfile):
+    """The shipped configs declare up to 33 configurations, more than the 20 (colour, line style) pairs: the
+    names the figures draw (Figure 6's base algorithms, the configurations the figure lists name, or all of
+    them when the privacy-utility list is empty, as in the default config) still get distinct pairs."""
+    cfg = load_config(yaml.safe_load((REPO / configfile).read_text()))
+    plan = expand(cfg, check_data=False)
+    fig = cfg["figures"]
+    listed = [a for key in ("privacy_utility_algorithms", "minibatch_algorithms", "runtime_algorithms",
+                            "convergence_algorithms") for a in fig[key] or () if a in plan.algorithms]
+    drawn = listed if fig["privacy_utility_algorithms"] else listed + list(plan.algorithms)
+    bases = [plan.base(a) for a in plan.algorithms]
+    styles = plots.method_styles(style_order(plan, drawn))
+    shown = list(dict.fromkeys(bases + drawn))
+    assert len({(styles[m]["color"], styles[m]["ls"]) for m in shown}) == len(shown)
+    # precond-dp-gd and hess-clip were both solid blue in Figure 6 when styles followed the config's order
+    if "precond-dp-gd" in bases:
+        assert styles["precond-dp-gd"] != styles["hess-clip"]

@@ -232,6 +232,18 @@ def minibatch_algorithms(wildcards=None):
     return present(fig["minibatch_algorithms"] + [fig["minibatch_baseline"]])
 
 
+def style_order(wildcards=None):
+    """Every method's place in the figures' shared colour order (dpnewton.pipeline.figures.style_order)."""
+    fig = figure_config()
+    drawn = (
+        privacy_utility_algorithms()
+        + minibatch_algorithms()
+        + present(fig["runtime_algorithms"])
+        + present(fig["convergence_algorithms"])
+    )
+    return dpnewton("pipeline.figures").style_order(plan(), drawn)
+
+
 def figure_names():
     """The figures (dpnewton.pipeline.figures.FIGURES) this config makes."""
     figures = dpnewton("pipeline.figures")

@@ -26,7 +26,7 @@ rule figure:
         study=study,
         privacy_utility=privacy_utility_algorithms,
         minibatch=minibatch_algorithms,
-        methods=lambda wildcards: list(plan().algorithms),
+        methods=style_order,
     message:
         "Figure {wildcards.fig}"
     script:

@@ -42,3 +42,12 @@ SPECS: dict[str, Figure] = {
 FIGURES: tuple[str, ...] = tuple(SPECS)
 #: the figures every run makes
 ALWAYS: tuple[str, ...] = FIGURES[:3]
+
+
+def style_order(plan, drawn) -> list[str]:
+    """The order in which :func:`dpnewton.pipeline.plots.method_styles` hands out (colour, line style)
+    pairs, the same for every figure of a run: the run's base algorithms first (Figure 6 draws one
+    line per base algorithm), then the configurations the other figures name (``drawn``), then every
+    other configuration of ``plan``. The drawn names thus get distinct pairs even when the config
+    declares more configurations than there are pairs (20)."""
+    return list(dict.fromkeys([plan.base(a) for a in plan.algorithms] + list(drawn) + list(plan.algorithms)))

@@ -3,7 +3,8 @@ holdout, the held-out metrics (7), from the aggregate tables.
 
 Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
 epsilon). Axis labels and titles state that T was selected non-privately. A method has one colour
-and line style in every figure of a run (:func:`method_styles` over the config's method list).
+and line style in every figure of a run (:func:`method_styles` in the order of
+:func:`dpnewton.pipeline.figures.style_order`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ METHOD_LINES = ("-", "-.")
 
 def method_styles(methods) -> dict[str, dict]:
     """Colour and line style of each method, the same in every figure of a run: the k-th method of
-    ``methods`` (the config's declared list, in order) gets tab10 colour k mod 10 and line style
+    ``methods`` (:func:`~dpnewton.pipeline.figures.style_order`) gets tab10 colour k mod 10 and line style
     ``METHOD_LINES[k // 10]`` (cycling), so up to 20 methods stay apart."""
     colours = plt.get_cmap("tab10").colors
     return {m: {"color": colours[k % len(colours)], "ls": METHOD_LINES[(k // len(colours)) % len(METHOD_LINES)]}
