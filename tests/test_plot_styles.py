@@ -81,3 +81,28 @@ def test_every_name_a_figure_draws_has_its_own_style(configfile):
     # precond-dp-gd and hess-clip were both solid blue in Figure 6 when styles followed the config's order
     if "precond-dp-gd" in bases:
         assert styles["precond-dp-gd"] != styles["hess-clip"]
+
+
+def test_figure_3_has_a_log_iteration_axis_from_zero(tmp_path, monkeypatch):
+    """The Oracle runs thousands of iterations and the Newton runs tens: on a linear axis the latter vanish."""
+    axes = []
+    monkeypatch.setattr(plots, "save", lambda fig, paths: axes.extend(fig.axes))
+    curves = pd.DataFrame({"dataset": "s", "conversion": "bs16", "epsilon": 1.0,
+                           "algorithm": ["hess-clip"] * 3 + ["dp-gd-oracle"] * 3, "iterate": [0, 4, 8, 0, 500, 5000],
+                           "iterations": [8] * 3 + [5000] * 3, "excess_loss_mean": [0.3, 0.1, 0.05, 0.3, 0.1, 0.01],
+                           "excess_loss_se": 0.0})
+    plots.convergence(curves, ["dp-gd-oracle", "hess-clip"], [1.0], "bs16", [tmp_path / "f3.png"])
+    (ax,) = axes
+    assert ax.get_xscale() == "symlog" and ax.get_xlim()[0] == 0.0 and ax.get_xlim()[1] >= 5000
+    plots.plt.close("all")
+
+
+@pytest.mark.parametrize("fmt", ["png", "pdf", "svg"])
+def test_a_figure_file_is_the_same_bytes_when_drawn_again(tmp_path, fmt):
+    def draw(path):
+        fig, ax = plots.plt.subplots()
+        ax.plot([1, 2, 3], [3, 1, 2])
+        plots.save(fig, [path])
+        return path.read_bytes()
+
+    assert draw(tmp_path / f"a.{fmt}") == draw(tmp_path / f"b.{fmt}")
