@@ -48,6 +48,7 @@ SECTIONS = [
     ("pass_costs",
      "9. Pass equivalents: Gram and eigendecomposition costs in gradient passes (the frontier's pass count)"),
     ("selection_clip", "10. Private selection: the clip C of the private score, on public synthetic data"),
+    ("loss_recording", "11. Loss recording: every iterate's loss vs only the curve's points (batched DP-GD)"),
 ]
 
 

@@ -72,6 +72,38 @@ def test_batch_losses_equal_sequential_and_shuffled(problem, algorithm, Ts):
     _assert_same(together, shuffled, losses=True)
 
 
+LOSS_CASES = [("dp-gd", {}), ("dp-gd", {"average": "tail"}), ("precond-dp-gd", {}), ("hess-clip", {}),
+              ("damped-newton", {}), ("dp-sgd", {}), ("minibatch-qu-clip", {})]
+
+
+@pytest.mark.parametrize("algorithm,hyper", LOSS_CASES)
+def test_recording_fewer_losses_changes_nothing_else(problem, algorithm, hyper):
+    """loss_iterates (the pipeline passes its curve's points): the kept iterates' losses are the full
+    curve's, the others NaN and w_T's always there; the models, the ledger and the timings' length do
+    not move. Runs of 7 and 12 iterations share one batch, so a step scores only some of its runs."""
+    keep = {7: np.array([0, 3]), 12: np.array([0, 1, 5, 11])}
+    full = _by_key(run_algorithm(problem, "toy", algorithm, 1.0, [0, 1], [7, 12], hyper=hyper))
+    some = _by_key(run_algorithm(problem, "toy", algorithm, 1.0, [0, 1], [7, 12], hyper=hyper,
+                                 loss_iterates=keep.get))
+    _assert_same(full, some)
+    for key, a in full.items():
+        b = some[key]
+        idx = np.union1d(keep[key[1]], [key[1]])
+        assert np.isnan(np.delete(b.excess_loss, idx)).all() and np.isfinite(b.excess_loss[idx]).all()
+        if algorithm.startswith(("dp-sgd", "minibatch")):
+            # minibatch losses come from one matrix product over the kept iterates (gemm): last bits may move
+            np.testing.assert_allclose(b.excess_loss[idx], a.excess_loss[idx], rtol=1e-12, atol=1e-15)
+        else:
+            assert np.array_equal(b.excess_loss[idx], a.excess_loss[idx])
+        assert a.ledger.spent_rho == b.ledger.spent_rho and len(a.elapsed) == len(b.elapsed)
+        assert a.averaged_excess_loss == b.averaged_excess_loss
+
+
+def test_loss_iterates_outside_the_run_are_rejected(problem):
+    with pytest.raises(ValueError, match="loss_iterates must lie in 0..T = 0..4"):
+        run_algorithm(problem, "toy", "dp-gd", 1.0, [0], 4, loss_iterates=lambda T: np.array([0, 5]))
+
+
 def test_batch_of_many_runs(problem):
     """A batch of 19 runs and a sub-batch of it in another position."""
     seeds = list(range(19))

@@ -16,7 +16,7 @@ numbers, and the bits of a BLAS product depend on its thread count.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -29,6 +29,13 @@ from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, default_d
 from .seeding import RunIdentity, validate_seed
 
 DEFAULT_CONVERSION = "bs16"
+#: T -> the iterates of 0..T whose loss a run records (RunContext.loss_iterates)
+LossIterates = Callable[[int], np.ndarray]
+
+
+def last_iterate_only(T: int) -> np.ndarray:
+    """``loss_iterates`` of a caller that reads only the released model (w_T's loss is always evaluated)."""
+    return np.zeros(0, dtype=int)
 LEDGER_TOLERANCE = 1e-9
 
 
@@ -56,12 +63,13 @@ def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str)
 
 
 def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, conversion: str, rho: float,
-                  runs: Iterable[tuple[int, int]]) -> list[RunContext]:
+                  runs: Iterable[tuple[int, int]], loss_iterates: LossIterates | None = None) -> list[RunContext]:
     contexts = []
     for seed, T in runs:
         ident = RunIdentity(dataset, algorithm, float(epsilon), validate_seed(seed), validate_iterations(T))
         contexts.append(RunContext(ident, float(epsilon), float(delta), conversion, float(rho),
-                                   PrivacyLedger(float(rho)), ident.generator()))
+                                   PrivacyLedger(float(rho)), ident.generator(),
+                                   None if loss_iterates is None else loss_iterates(ident.iterations)))
     return contexts
 
 
@@ -81,8 +89,10 @@ def check_ledger(result: RunResult) -> None:
 def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float,
                   seeds: Sequence[int | None], iterations: Sequence[int] | int, delta: float | None = None,
                   conversion: str = DEFAULT_CONVERSION, hyper: dict | None = None,
-                  blas_threads: int = 1) -> list[RunResult]:
-    """Run ``algorithm`` for every (seed, T) in seeds x iterations; one batch, one result per run."""
+                  blas_threads: int = 1, loss_iterates: LossIterates | None = None) -> list[RunResult]:
+    """Run ``algorithm`` for every (seed, T) in seeds x iterations; one batch, one result per run.
+    ``loss_iterates(T)``: the iterates whose loss a run of T iterations records
+    (:attr:`~dpnewton.algorithms.base.RunContext.loss_iterates`; default all)."""
     spec = get_algorithm(algorithm)
     Ts = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
     if not Ts:
@@ -91,12 +101,12 @@ def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilo
         validate_iterations(T)
     delta, rho = resolve_budget(epsilon, delta, problem.n, conversion)
     return run_at_rho(problem, dataset, algorithm, epsilon, delta, conversion, rho,
-                      [(s, T) for s in seeds for T in Ts], hyper, blas_threads)
+                      [(s, T) for s in seeds for T in Ts], hyper, blas_threads, loss_iterates)
 
 
 def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float, delta: float,
                conversion: str, rho: float, runs: Iterable[tuple[int | None, int]], hyper: dict | None = None,
-               blas_threads: int = 1) -> list[RunResult]:
+               blas_threads: int = 1, loss_iterates: LossIterates | None = None) -> list[RunResult]:
     """Run ``algorithm`` once per (seed, T) of ``runs`` with a given zCDP budget ``rho`` (the
     second half of :func:`run_algorithm`, which derives rho from epsilon). ``epsilon``, ``delta``
     and ``conversion`` label the runs (identity, seeding, records); only the accountant-calibrated
@@ -104,7 +114,7 @@ def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: 
     :func:`dpnewton.tuning.private_select`, whose candidates get a rho calibrated for the whole
     selection."""
     spec = get_algorithm(algorithm)
-    contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho, list(runs))
+    contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho, list(runs), loss_iterates)
     with threadpool_limits(blas_threads):
         results = spec.run(problem, contexts, dict(hyper or {}))
     for res in results:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .algorithms import get_algorithm
-from .experiment import run_at_rho, validate_iterations
+from .experiment import last_iterate_only, run_at_rho, validate_iterations
 from .loss import LogisticProblem, logistic_loss_terms
 from .privacy import PrivacyLedger, check_epsilon_delta, default_delta
 from .privacy.selection import (PoissonCount, SelectionAccounting, TruncatedNegativeBinomialCount,
@@ -179,7 +179,7 @@ def private_select(problem: LogisticProblem, method: str, grid, epsilon: float, 
     for i, (pick, cseed) in enumerate(zip(picks, cand_seeds)):
         T, hyper = configs[pick]
         (res,) = run_at_rho(problem, dataset, method, float(epsilon), delta, CONVERSION_LABEL, rho_opt,
-                            [(cseed, T)], hyper, blas_threads)
+                            [(cseed, T)], hyper, blas_threads, last_iterate_only)
         led = res.ledger
         if not led.entries or led.accounting_events or led.nonprivate:
             raise RuntimeError(f"candidate {i} of {method!r} is not a pure zCDP run (events "

@@ -11,6 +11,8 @@ loss of w_t, so evaluation costs no extra pass over Z except for the last iterat
 also give the run's training accuracy. Minibatch
 updates compute no full margins; their iterates are kept and evaluated together at the end
 (:meth:`LogisticProblem.losses`: matrix products instead of one matrix-vector pass per iterate).
+A run evaluates only the iterates its context asks for (:attr:`RunContext.loss_iterates`; the
+pipeline's curve points), w_T's always.
 
 Iterate averaging [docs/algorithms.md §2.6] is an argument of both drivers, ``average`` in
 :data:`AVERAGES`: ``"none"`` releases the last iterate w_T; otherwise the released model is the
@@ -42,17 +44,36 @@ class RunContext:
     rho: float
     ledger: PrivacyLedger
     rng: np.random.Generator
+    #: the iterates of 0..T whose loss enters ``RunResult.excess_loss`` (None: all); the others are NaN
+    #: and w_T's is always evaluated. The loss is post-processing, outside the timer, but not free: on
+    #: adult and protein it costs about a fifth of a DP-GD step, and a full pass per iterate for the
+    #: minibatch methods. The pipeline asks only for the points its curves keep.
+    loss_iterates: np.ndarray | None = None
 
     @property
     def iterations(self) -> int:
         return self.identity.iterations
+
+    def loss_mask(self) -> np.ndarray:
+        """Which of the iterates 0..T get their loss evaluated (``loss_iterates``, and always T)."""
+        T = self.iterations
+        if self.loss_iterates is None:
+            return np.ones(T + 1, dtype=bool)
+        idx = np.asarray(self.loss_iterates, dtype=int).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() > T):
+            raise ValueError(f"loss_iterates must lie in 0..T = 0..{T}; got {idx.min()}..{idx.max()}")
+        mask = np.zeros(T + 1, dtype=bool)
+        mask[idx] = True
+        mask[T] = True
+        return mask
 
 
 @dataclass
 class RunResult:
     identity: RunIdentity
     w: np.ndarray                    # the released model: w_T, or the averaged iterate (``average``)
-    excess_loss: np.ndarray          # excess loss of w_0 .. w_T (length T+1; 2 for one-shot methods)
+    excess_loss: np.ndarray          # excess loss of w_0 .. w_T (length T+1; 2 for one-shot methods;
+                                     # NaN where RunContext.loss_iterates leaves an iterate out)
     elapsed: np.ndarray              # cumulative update time after k updates, seconds (same length)
     ledger: PrivacyLedger
     resets: int = 0
@@ -149,6 +170,7 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     * ``full_margins=False`` (minibatch updates, which touch only their batch rows): the step
       returns ``w_{t+1}``; the iterates are kept and their losses evaluated together after the
       last update (:meth:`LogisticProblem.losses`), outside the timer.
+    * Only the iterates of ``ctx.loss_mask()`` get a loss (:attr:`RunContext.loss_iterates`).
     * ``average`` (:data:`AVERAGES`): with a window w_a..w_T (:func:`average_window`) the released
       ``w`` is w_bar = (1/(T-a+1)) sum_{s=a}^T w_s and ``averaged_excess_loss`` is l(w_bar) - loss*.
       Margins are linear in w, so Z w_bar is the running mean of the margins m_s the run computes
@@ -173,7 +195,8 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     if reset:
         ctx.ledger.mark_nonprivate("explosion reset (uses the non-private optimum)")
     w = w0
-    losses = np.empty(T + 1)
+    wanted = ctx.loss_mask()
+    losses = np.full(T + 1, np.nan)
     iterates = None if full_margins else np.empty((T + 1, problem.d))
     elapsed = np.zeros(T + 1)
     resets = 0
@@ -191,7 +214,8 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
             resets += 1
         total += time.perf_counter() - start
         if full_margins:
-            losses[t] = loss_of(m, w)
+            if wanted[t]:
+                losses[t] = loss_of(m, w)
             if first is not None and t >= first:
                 sum_w += w
                 sum_m += m
@@ -207,7 +231,7 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
             accuracy = problem.accuracy_from_margins(m)
     else:
         iterates[T] = w
-        losses = problem.losses(iterates)
+        losses[wanted] = problem.losses(iterates[wanted])
     diag = dict(diagnostics or {})
     diag["diverged"] = bool(not np.isfinite(w).all())
     if first is None:
@@ -245,7 +269,8 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     (:func:`average_window`); its running sums of w_s and of its margin column m_s (d + n floats
     per run, untimed, elementwise, so a run's average has the same bits whatever its batch) give
     the released w_bar and l(w_bar) without another pass over Z. Post-processing: the ledger and
-    the iterates are those of ``average="none"``.
+    the iterates are those of ``average="none"``. Only the iterates of each run's
+    :meth:`RunContext.loss_mask` get a loss.
     """
     S = len(contexts)
     d = problem.d
@@ -258,7 +283,8 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     if reset:
         for c in contexts:
             c.ledger.mark_nonprivate("explosion reset (uses the non-private optimum)")
-    losses = [np.empty(T + 1) for T in Ts]
+    wanted = [c.loss_mask() for c in contexts]
+    losses = [np.full(T + 1, np.nan) for T in Ts]
     elapsed = [np.zeros(T + 1) for T in Ts]
     totals = np.zeros(S)
     resets = np.zeros(S, dtype=int)
@@ -276,10 +302,13 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
             W_next[blown] = W0[active[blown]]
             resets[active[blown]] += 1
         per_run = (time.perf_counter() - start) / len(active)
-        step_losses = problem.loss_from_margins(M)
-        for j, i in enumerate(active):
+        scored = [j for j, i in enumerate(active) if wanted[i][t]]
+        if scored:
+            # each run's terms are summed as its own row: the same bits whichever columns are scored
+            for j, loss in zip(scored, problem.loss_from_margins(M[:, scored])):
+                losses[active[j]][t] = loss
+        for i in active:
             totals[i] += per_run
-            losses[i][t] = step_losses[j]
             elapsed[i][t + 1] = totals[i]
         if averaging:
             for j, i in enumerate(active):

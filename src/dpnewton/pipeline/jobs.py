@@ -257,7 +257,8 @@ def _run_units(problem, spec: dict, base: str, eps: float, seeds: list[int], Ts:
     ``test``: the test split's problem (holdout on), which adds the held-out metrics to each row."""
     units = {s: {"rows": [], "curves": []} for s in seeds}
     results = run_algorithm(problem, spec["dataset"], base, eps, seeds, Ts, delta=spec.get("delta"),
-                            conversion=spec["conversion"], hyper=dict(spec.get("hyper") or {}))
+                            conversion=spec["conversion"], hyper=dict(spec.get("hyper") or {}),
+                            loss_iterates=lambda T: curve_indices(T, max_points))
     for res in results:
         seed = res.identity.seed
         rows, curves = units[seed]["rows"], units[seed]["curves"]

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_info
 
-from ..experiment import run_algorithm
+from ..experiment import last_iterate_only, run_algorithm
 from ..io import atomic_path
 from ..problems import load_problem_from_prepared
 
@@ -95,7 +95,7 @@ def measure_update_costs(problem, dataset: str, configurations: dict[str, dict],
     def one_run(name: str, steps: int) -> float:
         entry = configurations[name]
         res = run_algorithm(problem, dataset, entry["base"], epsilon, [TIMING_SEED], steps, delta=delta,
-                            conversion=conversion, hyper=dict(entry["hyper"]))[0]
+                            conversion=conversion, hyper=dict(entry["hyper"]), loss_iterates=last_iterate_only)[0]
         return res.runtime_s
 
     names = list(configurations)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..experiment import resolve_budget, run_at_rho
+from ..experiment import last_iterate_only, resolve_budget, run_at_rho
 from ..io import atomic_path
 from ..problems import load_split_from_prepared
 from ..tuning import private_select
@@ -114,7 +114,7 @@ def _fixed_unit(problem, spec: dict, rep: int) -> dict:
     T = fixed_iterations(spec, problem.n, problem.d, rho)
     t0 = time.perf_counter()
     (res,) = run_at_rho(problem, spec["dataset"], spec["base_algorithm"], float(spec["epsilon"]), delta,
-                        spec["conversion"], rho, [(seed, T)], dict(spec["hyper"]))
+                        spec["conversion"], rho, [(seed, T)], dict(spec["hyper"]), loss_iterates=last_iterate_only)
     took = time.perf_counter() - t0
     return {
         "selected_variant": spec["variant"], "selected_iterations": T, "selected_hyper": dict(spec["hyper"]),
