@@ -8,7 +8,7 @@ import yaml
 
 from dpnewton.pipeline import plots
 from dpnewton.pipeline.config import load_config
-from dpnewton.pipeline.figures import style_order
+from dpnewton.pipeline.figures import drawn_names, style_order
 from dpnewton.pipeline.plan import expand
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,10 +70,8 @@ def test_every_name_a_figure_draws_has_its_own_style(configfile):
     them when the privacy-utility list is empty, as in the default config) still get distinct pairs."""
     cfg = load_config(yaml.safe_load((REPO / configfile).read_text()))
     plan = expand(cfg, check_data=False)
-    fig = cfg["figures"]
-    listed = [a for key in ("privacy_utility_algorithms", "minibatch_algorithms", "runtime_algorithms",
-                            "convergence_algorithms") for a in fig[key] or () if a in plan.algorithms]
-    drawn = listed if fig["privacy_utility_algorithms"] else listed + list(plan.algorithms)
+    drawn = drawn_names(plan, cfg["figures"])
+    assert set(drawn) <= set(plan.algorithms) and len(drawn) > 1
     bases = [plan.base(a) for a in plan.algorithms]
     styles = plots.method_styles(style_order(plan, drawn))
     shown = list(dict.fromkeys(bases + drawn))

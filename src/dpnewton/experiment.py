@@ -29,6 +29,7 @@ from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, default_d
 from .seeding import RunIdentity, validate_seed
 
 DEFAULT_CONVERSION = "bs16"
+LEDGER_TOLERANCE = 1e-9
 #: T -> the iterates of 0..T whose loss a run records (RunContext.loss_iterates)
 LossIterates = Callable[[int], np.ndarray]
 
@@ -36,7 +37,6 @@ LossIterates = Callable[[int], np.ndarray]
 def last_iterate_only(T: int) -> np.ndarray:
     """``loss_iterates`` of a caller that reads only the released model (w_T's loss is always evaluated)."""
     return np.zeros(0, dtype=int)
-LEDGER_TOLERANCE = 1e-9
 
 
 def validate_iterations(iterations) -> int:

@@ -214,34 +214,18 @@ def all_prepared(wildcards=None):
     return expand("results/data/{dataset}.npz", dataset=datasets())
 
 
-def present(names):
-    return [a for a in names if a in plan().algorithms]
-
-
 def privacy_utility_algorithms(wildcards=None):
-    fig = figure_config()
-    chosen = fig["privacy_utility_algorithms"]
-    if chosen:
-        return present(chosen)
-    mini = set(fig["minibatch_algorithms"]) | {fig["minibatch_baseline"]}
-    return [a for a in plan().algorithms if a not in mini and a != "dp-gd-oracle"]
+    return dpnewton("pipeline.figures").privacy_utility_names(plan(), figure_config())
 
 
 def minibatch_algorithms(wildcards=None):
-    fig = figure_config()
-    return present(fig["minibatch_algorithms"] + [fig["minibatch_baseline"]])
+    return dpnewton("pipeline.figures").minibatch_names(plan(), figure_config())
 
 
 def style_order(wildcards=None):
     """Every method's place in the figures' shared colour order (dpnewton.pipeline.figures.style_order)."""
-    fig = figure_config()
-    drawn = (
-        privacy_utility_algorithms()
-        + minibatch_algorithms()
-        + present(fig["runtime_algorithms"])
-        + present(fig["convergence_algorithms"])
-    )
-    return dpnewton("pipeline.figures").style_order(plan(), drawn)
+    figures = dpnewton("pipeline.figures")
+    return figures.style_order(plan(), figures.drawn_names(plan(), figure_config()))
 
 
 def figure_names():

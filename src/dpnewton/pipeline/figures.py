@@ -44,6 +44,31 @@ FIGURES: tuple[str, ...] = tuple(SPECS)
 ALWAYS: tuple[str, ...] = FIGURES[:3]
 
 
+def configured(plan, names) -> list[str]:
+    """The names among ``names`` that ``plan`` runs, in the given order."""
+    return [a for a in names if a in plan.algorithms]
+
+
+def minibatch_names(plan, fig: dict) -> list[str]:
+    """Figure 4's configurations (``fig``: the config's ``figures`` section)."""
+    return configured(plan, list(fig["minibatch_algorithms"]) + [fig["minibatch_baseline"]])
+
+
+def privacy_utility_names(plan, fig: dict) -> list[str]:
+    """Figure 2's configurations: the config's list or, when it is empty, every configuration but
+    Figure 4's and DP-GD-Oracle."""
+    if fig["privacy_utility_algorithms"]:
+        return configured(plan, fig["privacy_utility_algorithms"])
+    mini = set(fig["minibatch_algorithms"]) | {fig["minibatch_baseline"]}
+    return [a for a in plan.algorithms if a not in mini and a != "dp-gd-oracle"]
+
+
+def drawn_names(plan, fig: dict) -> list[str]:
+    """Every configuration a figure of the run names (Figures 2, 4, 1 and 3 in that order)."""
+    return (privacy_utility_names(plan, fig) + minibatch_names(plan, fig)
+            + configured(plan, fig["runtime_algorithms"]) + configured(plan, fig["convergence_algorithms"]))
+
+
 def style_order(plan, drawn) -> list[str]:
     """The order in which :func:`dpnewton.pipeline.plots.method_styles` hands out (colour, line style)
     pairs, the same for every figure of a run: the run's base algorithms first (Figure 6 draws one

@@ -52,8 +52,6 @@ ROLES = {**{b: "second-order" for b in DOUBLE_NOISE + MINIBATCH_DOUBLE_NOISE + (
          "dp-gd": "first-order", "dp-sgd": "first-order",
          "dp-gd-oracle": "non-private step", "damped-newton": "non-private step", "aop": "one-shot",
          "objpert": "one-shot"}
-SECOND_ORDER = tuple(b for b, r in ROLES.items() if r == "second-order")
-FIRST_ORDER = tuple(b for b, r in ROLES.items() if r == "first-order")
 MEASURES = ("runtime_s", "passes")
 MEASURE_LABELS = {"runtime_s": "runtime", "passes": "gradient passes"}
 N_BUDGETS = 13
@@ -79,6 +77,10 @@ def members(role_name: str, methods) -> tuple[str, ...]:
     :data:`ROLES` order: what a report names, rather than every method the package has."""
     present = set(methods)
     return tuple(b for b, r in ROLES.items() if r == role_name and b in present)
+
+
+SECOND_ORDER = members("second-order", ROLES)
+FIRST_ORDER = members("first-order", ROLES)
 
 
 def hyper_dict(h) -> dict:
