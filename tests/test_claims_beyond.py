@@ -129,13 +129,18 @@ def test_tracks_comparison_known_answers():
         {"track": "private-selection", "dataset": "a1a", "method": "newton", "epsilon": 1.0, "repetitions": 8,
          "excess_loss": 0.04, "excess_loss_se": 0.01, "n_configurations": 1, "median_T": 4.0,
          "mean_candidate_iterations": 16.0, "expected_k": 4.0}])
-    t = tracks_comparison(tracks, _best(), cfg, "bs16").set_index("method")
+    # w = 0: gd's fixed rule (0.07) is no better than it, the selected models (0.05, 0.04) are
+    baseline = pd.DataFrame({"dataset": ["a1a", "adult"], "trivial_excess_loss": [0.06, 0.01]})
+    t = tracks_comparison(tracks, _best(), cfg, "bs16", baseline).set_index("method")
+    assert (t["trivial"] == 0.06).all()
     # gd's variants: dp-gd 0.040, dp-gd-s8 0.030, dp-gd-tail 0.020 -> the tail average is its oracle-tuned best
     assert t.loc["gd", "oracle_tuned"] == 0.020 and t.loc["gd", "oracle_config"] == "dp-gd-tail"
     assert (t.loc["gd", "selection"], t.loc["gd", "fixed"], t.loc["gd", "fixed_T"]) == (0.05, 0.07, 755.0)
     assert t.loc["newton", "oracle_tuned"] == 0.022 and math.isnan(t.loc["newton", "fixed"])
     text = "\n".join(tracks_section(t.reset_index()))
-    assert "| a1a | 1 | gd | 0.02 (dp-gd-tail) | 0.05 ± 0.01 | 0.07 ± 0.02 (755) | 2 | 4 | 40 |" in text
+    assert ("| a1a | 1 | gd | 0.02 (dp-gd-tail) | 0.05 ± 0.01 | 0.07 ± 0.02 (755) **(>= w = 0)** | 0.06 | 2 | 4 "
+            "| 40 |") in text
+    assert "| a1a | 1 | newton | 0.022 (hess-clip) | 0.04 ± 0.01 | n/a | 0.06 | 1 | 4 | 16 |" in text
     # winners: oracle-tuned gd (0.020 < 0.022), private selection newton (0.04 < 0.05), fixed rule gd (only one)
     assert "| a1a | 1 | gd (0.02) | newton (0.04) | gd (0.07) |" in text
     declared = {"repetitions": 8, **cfg, "selection": {**cfg["selection"], "score_frac": 0.1, "score_clip": 1.0,

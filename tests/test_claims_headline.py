@@ -72,6 +72,13 @@ def test_tracks_lines_winners_and_selection_ratio():
                         "fixed rule: hess-clip in 2.")
     assert lines[1] == ("  Private selection's loss / the oracle-tuned loss, median over cells: dp-gd 2.5x, "
                         "hess-clip 1.75x.")
+    assert len(lines) == 2      # without w = 0's loss, no comparison with it
+    # w = 0 at 0.25 on a, 0.5 on b: dp-gd's selected model on b (0.9) and hess-clip's on a (0.3) do not beat it
+    lines = hl.tracks_lines(t.assign(trivial=[0.25, 0.25, 0.5, 0.5]))
+    assert lines[2] == ("  The privately selected model is no better than w = 0 in 2 of 4 (method, cell) pairs "
+                        "(hess-clip on a@1, dp-gd on b@1).")
+    lines = hl.tracks_lines(t.assign(trivial=1.0))
+    assert lines[2] == "  The privately selected model is no better than w = 0 in 0 of 4 (method, cell) pairs."
 
 
 def test_cost_line():

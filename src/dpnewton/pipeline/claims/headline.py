@@ -19,7 +19,7 @@ from ..frontier import MEASURE_LABELS, members
 from .beyond import TARGETS, target_counts
 from .cells import SETTINGS
 from .cost import REFERENCE_CORES
-from .tuning_tracks import TRACK_COLUMNS, cell_winners
+from .tuning_tracks import TRACK_COLUMNS, cell_winners, not_better_than_trivial
 from .verdict import NA, NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
 
@@ -116,6 +116,13 @@ def tracks_lines(tracks: pd.DataFrame) -> list[str]:
     out = [f"* **Tuning paid for privately** (winner per cell, {n} cells): " + "; ".join(L) + "."]
     if ratios:
         out.append("  Private selection's loss / the oracle-tuned loss, median over cells: " + ", ".join(ratios) + ".")
+    if "trivial" in tracks:
+        worse = tracks[not_better_than_trivial(tracks, "selection")]
+        rated = int(np.isfinite(tracks["selection"].astype(float)).sum())
+        if rated:
+            cells = ", ".join(f"{r.method} on {_cell(r.dataset, r.epsilon)}" for r in worse.itertuples())
+            out.append(f"  The privately selected model is no better than w = 0 in {len(worse)} of {rated} (method, cell) pairs"
+                       + (f" ({cells})." if len(worse) else "."))
     return out
 
 

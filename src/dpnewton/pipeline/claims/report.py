@@ -393,7 +393,8 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
                                                claims["protocol_conversion"])
     if inputs.get("tracks"):
         frames = pd.concat([pd.read_parquet(f) for f in inputs["tracks"]], ignore_index=True)
-        extra["tracks"] = tracks_comparison(frames, best, tracks or {}, claims["protocol_conversion"])
+        extra["tracks"] = tracks_comparison(frames, best, tracks or {}, claims["protocol_conversion"],
+                                             baseline)
         extra["tracks_declared"] = tracks
     if benchmarks:
         extra["cost"] = run_cost(benchmarks, (protocol or {}).get("variants") or {})

@@ -4,7 +4,8 @@
 Per (dataset, epsilon, method label of the config's ``tracks``): the oracle-tuned best, i.e. the
 lowest best-T mean over the label's declared variants (non-private selection: an upper bound on what
 tuning can give), beside the mean excess loss of the privately selected model and of the fixed
-rule, each over the track's repetitions.
+rule, each over the track's repetitions, and the excess loss of the trivial output w = 0, which a
+tuned private model should beat.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .verdict import format_number as _fmt
 
 COLUMNS = ["dataset", "epsilon", "method", "oracle_tuned", "oracle_config", "selection", "selection_se",
            "selection_repetitions", "configurations", "expected_k", "tuning_iterations", "fixed", "fixed_se",
-           "fixed_T"]
+           "fixed_T", "trivial"]
 
 
 def label_variants(tracks_cfg: dict) -> dict[str, list[str]]:
@@ -31,13 +32,16 @@ def label_variants(tracks_cfg: dict) -> dict[str, list[str]]:
     return {k: list(dict.fromkeys(v)) for k, v in out.items()}
 
 
-def tracks_comparison(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict, conversion: str) -> pd.DataFrame:
-    """One row per (dataset, epsilon, method label) of the tracks table; ``best`` is the best-T table."""
+def tracks_comparison(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict, conversion: str,
+                      baseline: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (dataset, epsilon, method label) of the tracks table; ``best`` is the best-T table,
+    ``baseline`` the trivial-baseline table (``trivial_excess_loss`` per dataset)."""
     variants = label_variants(tracks_cfg)
     b = best[best["conversion"] == conversion]
+    trivial = {} if baseline is None else dict(zip(baseline["dataset"], baseline["trivial_excess_loss"].astype(float)))
     rows = []
     for (ds, eps, label), g in tracks.groupby(["dataset", "epsilon", "method"], sort=True):
-        rec = {"dataset": ds, "epsilon": float(eps), "method": label}
+        rec = {"dataset": ds, "epsilon": float(eps), "method": label, "trivial": trivial.get(ds, float("nan"))}
         o = b[(b["dataset"] == ds) & np.isclose(b["epsilon"], eps) & b["algorithm"].isin(variants.get(label, []))]
         m = o["excess_loss_mean"].astype(float)
         m = m[np.isfinite(m)]
@@ -56,6 +60,12 @@ def tracks_comparison(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict
                 rec["fixed_T"] = float(r["median_T"])
         rows.append(rec)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def not_better_than_trivial(table: pd.DataFrame, column: str) -> pd.Series:
+    """Rows whose ``column`` (a track's mean excess loss) is finite and not below w = 0's."""
+    v, t = table[column].astype(float), table["trivial"].astype(float)
+    return np.isfinite(v) & np.isfinite(t) & (v >= t)
 
 
 def declared_lines(tracks_cfg: dict) -> list[str]:
@@ -96,17 +106,22 @@ def tracks_section(table: pd.DataFrame | None, tracks_cfg: dict | None = None) -
          "grid, the output the candidate with the lowest private score; the mean and s.e. of the selected model's "
          "excess loss over the repetitions of the whole procedure. *fixed rule*: one configuration fixed before "
          "any data is seen (T: an integer or the snr rule), at the full budget. *tuning iterations*: the mean "
-         "total T of all candidates of one selection (its compute).", "",
+         "total T of all candidates of one selection (its compute). *w = 0*: the excess loss of the trivial "
+         "output (ln 2 - loss*); a track's loss marked **(>= w = 0)** is no better than it.", "",
          *(declared_lines(tracks_cfg) if tracks_cfg else []),
-         "| dataset | eps | method | oracle-tuned (upper bound) | private selection | fixed rule (T) | "
-         "configurations | E[K] | tuning iterations |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in table.itertuples():
+         "| dataset | eps | method | oracle-tuned (upper bound) | private selection | fixed rule (T) | w = 0 | "
+         "configurations | E[K] | tuning iterations |", "|---|---|---|---|---|---|---|---|---|---|"]
+    marks = {col: not_better_than_trivial(table, col) for col in TRACK_COLUMNS}
+    for i, r in enumerate(table.itertuples()):
+        def mark(col: str) -> str:
+            return " **(>= w = 0)**" if marks[col].iloc[i] else ""
         fixed = pm(r.fixed, r.fixed_se) + (f" ({int(r.fixed_T)})" if isinstance(r.fixed_T, float)
-                                           and math.isfinite(r.fixed_T) else "")
+                                           and math.isfinite(r.fixed_T) else "") + mark("fixed")
         oracle = "n/a" if not (isinstance(r.oracle_tuned, float) and math.isfinite(r.oracle_tuned)) else \
-            f"{_fmt(r.oracle_tuned)} ({r.oracle_config})"
-        L.append(f"| {r.dataset} | {r.epsilon:g} | {r.method} | {oracle} | {pm(r.selection, r.selection_se)} | "
-                 f"{fixed} | {_fmt(r.configurations)} | {_fmt(r.expected_k)} | {_fmt(r.tuning_iterations)} |")
+            f"{_fmt(r.oracle_tuned)} ({r.oracle_config}){mark('oracle_tuned')}"
+        L.append(f"| {r.dataset} | {r.epsilon:g} | {r.method} | {oracle} | "
+                 f"{pm(r.selection, r.selection_se)}{mark('selection')} | {fixed} | {_fmt(r.trivial)} | "
+                 f"{_fmt(r.configurations)} | {_fmt(r.expected_k)} | {_fmt(r.tuning_iterations)} |")
     L += ["", "Winner per cell (lowest mean):", "", "| dataset | eps | oracle-tuned | private selection | fixed rule |",
           "|---|---|---|---|---|"]
     winners = {col: cell_winners(table, col) for col in TRACK_COLUMNS}
