@@ -121,8 +121,8 @@ def tracks_lines(tracks: pd.DataFrame) -> list[str]:
         rated = int(np.isfinite(tracks["selection"].astype(float)).sum())
         if rated:
             cells = ", ".join(f"{r.method} on {_cell(r.dataset, r.epsilon)}" for r in worse.itertuples())
-            out.append(f"  The privately selected model is no better than w = 0 in {len(worse)} of {rated} (method, cell) pairs"
-                       + (f" ({cells})." if len(worse) else "."))
+            out.append(f"  The privately selected model is no better than w = 0 in {len(worse)} of {rated} "
+                       "(method, cell) pairs" + (f" ({cells})." if len(worse) else "."))
     return out
 
 
