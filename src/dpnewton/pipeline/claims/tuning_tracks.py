@@ -111,16 +111,14 @@ def tracks_section(table: pd.DataFrame | None, tracks_cfg: dict | None = None) -
          *(declared_lines(tracks_cfg) if tracks_cfg else []),
          "| dataset | eps | method | oracle-tuned (upper bound) | private selection | fixed rule (T) | w = 0 | "
          "configurations | E[K] | tuning iterations |", "|---|---|---|---|---|---|---|---|---|---|"]
-    marks = {col: not_better_than_trivial(table, col) for col in TRACK_COLUMNS}
+    mark = {col: np.where(not_better_than_trivial(table, col), " **(>= w = 0)**", "") for col in TRACK_COLUMNS}
     for i, r in enumerate(table.itertuples()):
-        def mark(col: str) -> str:
-            return " **(>= w = 0)**" if marks[col].iloc[i] else ""
         fixed = pm(r.fixed, r.fixed_se) + (f" ({int(r.fixed_T)})" if isinstance(r.fixed_T, float)
-                                           and math.isfinite(r.fixed_T) else "") + mark("fixed")
+                                           and math.isfinite(r.fixed_T) else "") + mark["fixed"][i]
         oracle = "n/a" if not (isinstance(r.oracle_tuned, float) and math.isfinite(r.oracle_tuned)) else \
-            f"{_fmt(r.oracle_tuned)} ({r.oracle_config}){mark('oracle_tuned')}"
+            f"{_fmt(r.oracle_tuned)} ({r.oracle_config}){mark['oracle_tuned'][i]}"
         L.append(f"| {r.dataset} | {r.epsilon:g} | {r.method} | {oracle} | "
-                 f"{pm(r.selection, r.selection_se)}{mark('selection')} | {fixed} | {_fmt(r.trivial)} | "
+                 f"{pm(r.selection, r.selection_se)}{mark['selection'][i]} | {fixed} | {_fmt(r.trivial)} | "
                  f"{_fmt(r.configurations)} | {_fmt(r.expected_k)} | {_fmt(r.tuning_iterations)} |")
     L += ["", "Winner per cell (lowest mean):", "", "| dataset | eps | oracle-tuned | private selection | fixed rule |",
           "|---|---|---|---|---|"]
