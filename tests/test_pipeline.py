@@ -158,6 +158,9 @@ def test_claims_report(run_dir):
     readme = (run_dir / "figures/claims/README.md").read_text()
     assert all(f"`{n}`" in readme for n in tables) and "## Cost of this run" in readme
     assert "non-private" in md.lower() and "Covertype" in md
+    for text in (md, readme):   # every heading starts its own block
+        lines = text.splitlines()
+        assert [line for i, line in enumerate(lines) if i and line.startswith("#") and lines[i - 1]] == []
     cost = md.split("## Cost of this run", 1)[1].split("\n## ", 1)[0]     # from the jobs' benchmark files
     assert "| paper's methods |" in cost and "| timing stage |" in cost and "| all |" in cost
     verdicts = pd.read_csv(run_dir / "results/claims/claims.csv")

@@ -70,7 +70,7 @@ def readme(protocol: dict, runs: pd.DataFrame, cost: pd.DataFrame | None, files:
     L += ["", "Files:", ""]
     L += _figure_line(sorted({Path(f).stem for f in files if f.startswith("fig")}))
     L += [f"* `{name}`: {TABLES[name]}." for name in TABLES if name in files]
-    L += ["", *cost_section(cost)]
+    L += cost_section(cost)
     return "\n".join(L).rstrip() + "\n"
 
 

@@ -76,7 +76,7 @@ def cost_section(table: pd.DataFrame | None) -> list[str]:
     """The report's "Cost of this run" section."""
     if table is None or table.empty:
         return []
-    L = ["## Cost of this run", "",
+    L = ["", "## Cost of this run", "",
          "Summed over the jobs' Snakemake benchmark files (wall and CPU time of each job). *paper's methods*: "
          "every configuration of the paper's algorithms at the last iterate; *beyond the paper*: iterate "
          "averaging, precond-dp-gd, objpert and the other algorithms the paper does not have. Hours on "
