@@ -108,6 +108,19 @@ def test_privacy_check_kinds():
     assert not agg.check_privacy(runs)["ledger_ok"][2]
 
 
+def test_solver_steps_of_one_shot_rows():
+    runs = make_runs({("s", "objpert", 1.0, 1): [0.1, 0.2, 0.3], ("s", "a", 1.0, 5): [1.0]})
+    events = ['[{"mechanism": "m", "solver_iterations": 4}]', '[{"mechanism": "m", "solver_iterations": 7}]',
+              '[{"mechanism": "m", "solver_iterations": 4}, {"mechanism": "m", "solver_iterations": 2}]',
+              '[{"mechanism": "gaussian", "rho": 0.5}]']
+    out = agg.with_solver_steps(runs.assign(accounting_events=events))
+    assert out["solver_steps"].iloc[:3].tolist() == [4.0, 7.0, 6.0] and math.isnan(out["solver_steps"].iloc[3])
+    s = agg.summarize(out).set_index("algorithm")
+    assert s.loc["objpert", "solver_steps_mean"] == pytest.approx(17 / 3)
+    assert math.isnan(s.loc["a", "solver_steps_mean"])
+    assert agg.with_solver_steps(runs)["solver_steps"].isna().all()     # rows without events
+
+
 def test_trivial_baseline():
     b = agg.trivial_baseline([{"dataset": "x", "loss_opt": 0.3, "n": 10, "d": 2}])
     assert b.loc[0, "trivial_excess_loss"] == pytest.approx(math.log(2) - 0.3)

@@ -84,6 +84,36 @@ def test_runtime_frontier_untimed_configuration():
     assert r["best_excess_loss"].isna().all() and set(r["note"]) == {"not timed"} and (r["costed"] == 0).all()
 
 
+def test_one_shot_cost_from_its_newton_steps():
+    """objpert took 4 Newton steps on average: 5 fused passes (1 + G), 4 factorisations (E) and the final
+    gradient check in passes; 5 lone-run hess-clip updates (first 3 s, then 2 s each) in runtime."""
+    G, E = F.GRAM_PER_D * D, F.EIGH_PER_D2_OVER_N * D * D / N
+    assert F.solve_passes(4, N, D) == pytest.approx(5 * 2.31 + 4 * 0.2166 + 1)
+    assert F.solve_passes(4, N, D) == pytest.approx(5 * (1 + G) + 4 * E + 1)
+    assert math.isnan(F.solve_passes(float("nan"), N, D))
+    one_shot = pd.DataFrame([{"dataset": "s", "algorithm": "objpert", "conversion": "bs16", "epsilon": 1.0,
+                              "iterations": 1, "excess_loss_mean": 0.04, "base_algorithm": "objpert", "hyper": "{}",
+                              "solver_steps_mean": 4.0}])
+    s = pd.concat([summary().assign(solver_steps_mean=np.nan), one_shot], ignore_index=True)
+    passes = F.solve_passes(4, N, D)
+    budgets = {("s", "passes"): [passes * 0.99, passes], ("s", "runtime_s"): [10.9, 11.0]}
+    long = F.frontier_long(s, {"s": (N, D)}, COSTS, budgets)
+    assert math.isnan(value(long, "passes", "objpert", passes * 0.99)["best_excess_loss"])
+    r = value(long, "passes", "objpert", passes)
+    assert (r["best_excess_loss"], r["best_T"], r["role"]) == (0.04, 1, "one-shot")
+    assert r["note"] == F.ONE_SHOT_NOTES["passes"]
+    assert math.isnan(value(long, "runtime_s", "objpert", 10.9)["best_excess_loss"])
+    r = value(long, "runtime_s", "objpert", 11.0)
+    assert (r["best_excess_loss"], r["best_cost"], r["note"]) == (0.04, 11.0, F.ONE_SHOT_NOTES["runtime_s"])
+    # not a candidate of the winner by budget: the crossover rows are those of the other methods alone
+    assert F.crossover(long).equals(F.crossover(F.frontier_long(summary(), {"s": (N, D)}, COSTS, budgets)))
+    # without a timed hess-clip or recorded steps, no cost
+    long = F.frontier_long(s, {"s": (N, D)}, {("s", "dp-gd"): (1.0, 0.5)}, budgets)
+    assert value(long, "runtime_s", "objpert", 11.0)["note"] == "not timed"
+    long = F.frontier_long(s.assign(solver_steps_mean=np.nan), {"s": (N, D)}, COSTS, budgets)
+    assert value(long, "passes", "objpert", passes)["note"] == "no pass count"
+
+
 def test_table_is_wide_monotone_and_round_trips():
     table = F.frontier_table(summary(), {"s": (N, D)}, COSTS)
     assert list(table.columns) == F.COLUMNS

@@ -23,6 +23,7 @@ All functions take and return pandas frames so they can be unit-tested on hand-m
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -66,7 +67,23 @@ def load_rows(paths) -> pd.DataFrame:
     if not frames:
         raise ValueError("no run rows to aggregate")
     runs = pd.concat(frames, ignore_index=True)
-    return check_privacy(runs)
+    return with_solver_steps(check_privacy(runs))
+
+
+def with_solver_steps(runs: pd.DataFrame) -> pd.DataFrame:
+    """Add ``solver_steps``: the Newton steps a one-shot mechanism (AOP, objpert) took to solve its
+    perturbed objective, summed over the ``solver_iterations`` of the row's ``accounting_events``
+    (NaN for a row without them: the iterative methods). The frontier costs a one-shot run by it."""
+    def steps(events: str) -> float:
+        try:
+            parsed = json.loads(events) if events else []
+        except ValueError:
+            return float("nan")
+        counts = [e["solver_iterations"] for e in parsed if isinstance(e, dict) and "solver_iterations" in e]
+        return float(sum(counts)) if counts else float("nan")
+
+    events = runs["accounting_events"] if "accounting_events" in runs else pd.Series("", index=runs.index)
+    return runs.assign(solver_steps=[steps(e) for e in events.fillna("")])
 
 
 def check_privacy(runs: pd.DataFrame) -> pd.DataFrame:
@@ -131,6 +148,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     for col in ("base_algorithm", "hyper"):
         if col in runs:
             out[col] = g[col].first().to_numpy()
+    if "solver_steps" in runs:
+        out["solver_steps_mean"] = g["solver_steps"].agg(_mean).to_numpy()
     for col in METRICS:
         if col in runs:
             out[f"{col}_mean"] = g[col].agg(_mean).to_numpy()

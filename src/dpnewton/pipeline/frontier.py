@@ -16,6 +16,12 @@ Two cost measures (``measure``):
   NaN on the whole runtime frontier (``costed`` = 0).
 * ``passes``: hardware-independent, in gradient passes over Z (:func:`pass_equivalents`).
 
+A one-shot method (AOP, objpert) has no T: it solves its perturbed objective once by Newton's method
+with the exact Hessian, and its run records the Newton steps k it took (``solver_steps_mean`` of the
+summary, mean over seeds). Its cost is modelled from k: :func:`solve_passes`, and as a runtime k + 1
+lone-run updates of :data:`ONE_SHOT_TIMED_AS` (one fused gradient-and-Hessian pass and one d x d
+factorisation each). Both are noted in the table (:data:`ONE_SHOT_NOTES`).
+
 :func:`crossover` reads the frontier table: per (dataset, conversion, epsilon, measure), the
 budgets where a private second-order method is best and the budget where a first-order method
 overtakes it.
@@ -52,6 +58,10 @@ ROLES = {**{b: "second-order" for b in DOUBLE_NOISE + MINIBATCH_DOUBLE_NOISE + (
          "dp-gd": "first-order", "dp-sgd": "first-order",
          "dp-gd-oracle": "non-private step", "damped-newton": "non-private step", "aop": "one-shot",
          "objpert": "one-shot"}
+#: the timed configuration whose update stands for one Newton step of a one-shot solve (runtime model)
+ONE_SHOT_TIMED_AS = "hess-clip"
+ONE_SHOT_NOTES = {"passes": "modelled from the recorded Newton steps (solve_passes)",
+                  "runtime_s": f"modelled: (Newton steps + 1) x the timed {ONE_SHOT_TIMED_AS} update"}
 MEASURES = ("runtime_s", "passes")
 MEASURE_LABELS = {"runtime_s": "runtime", "passes": "gradient passes"}
 N_BUDGETS = 13
@@ -123,7 +133,8 @@ def pass_equivalents(algorithm: str, n: int, d: int, hyper: dict | None = None) 
     * ``damped-newton``: 1 + G + 2E (eigenvalue clip, and the exact Newton solve of its step size).
     * ``cubic-newton``: 1 + G + max_inner x d / n: its inner solver makes at most ``max_inner`` d x d
       model-gradient products per outer step, each about d / n of a gradient pass (an upper bound).
-    * ``aop`` and unknown algorithms: (NaN, NaN) (one solve to a tolerance, no pass count).
+    * one-shot methods (``aop``, ``objpert``) and unknown algorithms: (NaN, NaN): a one-shot run's
+      cost depends on its recorded Newton steps, not on T (:func:`solve_passes`).
 
     An estimate, not a measurement: BLAS efficiency depends on the shape, and the library's fused
     pass can be cheaper than a separate gradient and Gram pass.
@@ -167,6 +178,18 @@ def run_passes(algorithm: str, n: int, d: int, T, hyper: dict | None = None) -> 
     return 0.0 if T <= 0 else first + (float(T) - 1.0) * per
 
 
+def solve_passes(steps, n: int, d: int) -> float:
+    """Passes of a one-shot Newton solve (:func:`dpnewton.algorithms.aop.minimize_objective`) of k steps:
+    k + 1 fused gradient-and-Hessian passes (1 + G each: one at the start and one per iterate), k d x d
+    Cholesky factorisations (counted as an eigh E each, an upper bound) and the final gradient check (1):
+    (k + 1)(1 + G) + k E + 1. The damped phase's line search evaluates the loss (half a pass each) a
+    number of times that the run does not record: not counted. NaN for NaN steps."""
+    if steps is None or pd.isna(steps):
+        return float("nan")
+    k = float(steps)
+    return (k + 1.0) * (1.0 + GRAM_PER_D * d) + k * EIGH_PER_D2_OVER_N * d * d / n + 1.0
+
+
 def budget_grid(costs, n_budgets: int = N_BUDGETS) -> np.ndarray:
     """``n_budgets`` log-spaced budgets from the smallest to the largest positive finite cost (both
     included: something fits in the first budget). A fixed count, so that the table's rows do not
@@ -181,17 +204,23 @@ def budget_grid(costs, n_budgets: int = N_BUDGETS) -> np.ndarray:
 
 def cost_table(summary: pd.DataFrame, dims: dict, costs: dict) -> pd.DataFrame:
     """The summary rows (dataset, algorithm, conversion, epsilon, T, mean excess loss) with ``method``
-    (base algorithm), ``runtime_s`` (lone-run model; NaN if not timed) and ``passes``."""
+    (base algorithm), ``runtime_s`` (lone-run model; NaN if not timed) and ``passes``; a one-shot
+    method's both from its mean Newton steps (``solver_steps_mean``; module docstring)."""
     s = summary.copy()
     base = s["base_algorithm"] if "base_algorithm" in s else s["algorithm"]
     s["method"] = base.fillna(s["algorithm"]).astype(str)
     hyper = s["hyper"] if "hyper" in s else pd.Series([{}] * len(s), index=s.index)
-    s["runtime_s"] = [lone_runtime(costs, ds, a, t) for ds, a, t in zip(s["dataset"], s["algorithm"], s["iterations"])]
-    passes = []
-    for ds, m, t, h in zip(s["dataset"], s["method"], s["iterations"], hyper):
+    steps = s["solver_steps_mean"] if "solver_steps_mean" in s else pd.Series(np.nan, index=s.index)
+    runtime, passes = [], []
+    for ds, a, m, t, h, k in zip(s["dataset"], s["algorithm"], s["method"], s["iterations"], hyper, steps):
         n, d = dims.get(ds, (None, None))
-        passes.append(float("nan") if n is None else run_passes(m, int(n), int(d), t, hyper_dict(h)))
-    s["passes"] = passes
+        if role(m) == "one-shot":
+            runtime.append(float("nan") if pd.isna(k) else lone_runtime(costs, ds, ONE_SHOT_TIMED_AS, k + 1.0))
+            passes.append(float("nan") if n is None else solve_passes(k, int(n), int(d)))
+        else:
+            runtime.append(lone_runtime(costs, ds, a, t))
+            passes.append(float("nan") if n is None else run_passes(m, int(n), int(d), t, hyper_dict(h)))
+    s["runtime_s"], s["passes"] = runtime, passes
     return s
 
 
@@ -233,6 +262,8 @@ def frontier_long(summary: pd.DataFrame, dims: dict, costs: dict, budgets: dict 
                     note = "not timed" if measure == "runtime_s" else "no pass count"
                 elif costed < n_cfg:
                     note = f"{n_cfg - costed} of {n_cfg} configurations not costed"
+                elif role(method) == "one-shot":
+                    note = ONE_SHOT_NOTES[measure]
                 for k, b in enumerate(grid):
                     rows.append({"dataset": ds, "conversion": conv, "epsilon": float(eps), "measure": measure,
                                  "budget_index": k, "budget": float(b), "method": method, "role": role(method),

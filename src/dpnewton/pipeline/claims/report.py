@@ -273,7 +273,8 @@ def _budget_section(bw, methods) -> list[str]:
          "budgets, the method with the smallest best mean excess loss within that budget, over all its declared "
          "configurations and T (results/tables/frontier.csv; **non-private** selection, as best T). Candidates: "
          f"second order = {', '.join(second)}{gloss}; first order = {', '.join(members('first-order', methods))}. "
-         "dp-gd-oracle and damped-newton have non-private steps and AOP and objpert are one-shot: not candidates. "
+         "dp-gd-oracle and damped-newton have non-private steps and AOP and objpert are one-shot: not candidates "
+         "(Figure 6 and the table cost a one-shot solve by its recorded Newton steps, a model: the table's `note`). "
          "An exact tie goes to the first-order method. *overtakes at*: the first budget above the "
          "first second-order win where a first-order method is best. Passes are pass-equivalents "
          "(benchmarks/pass_costs.py), runtimes lone-run seconds (timing stage; untimed methods absent).", "",
