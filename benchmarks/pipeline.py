@@ -25,7 +25,8 @@ job's own log timestamps: *start* (Snakemake spawn, interpreter start, imports: 
 job t0), *load* (data, optimum, provenance: t0 -> first log line), *compute* (the
 ``run_algorithm`` calls incl. the per-iterate loss evaluation, summed from the per-seed progress
 lines), *assemble/write* (records, CSV/parquet) and *exit*. Workflow overhead = everything but
-compute, plus the capacity the scheduler left idle (cores x wall - sum of job wall). A run that was
+compute, plus the other rules' jobs (the track and timing jobs excepted: they measure) and the
+capacity the scheduler left idle (cores x wall - sum of job wall). A run that was
 stopped and resumed (``--rerun-incomplete``) is handled: wall is the time in which some job ran
 (gaps left out), and the units a job reused from its checkpoints count with the time their first
 attempt took (logged as ``[from checkpoint, computed in Xs]``). Writes section
@@ -95,6 +96,9 @@ def update_time(work: Path) -> tuple[float, int]:
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO (.*)$")
 PROGRESS = re.compile(r"progress \d+/\d+ seeds done \(\d+ runs, ([0-9.]+)s\)")
 DONE = re.compile(r"job done: \d+ rows in ([0-9.]+)s")
+#: rules other than run_job whose jobs measure (the tuning tracks' runs, the timing stage's lone runs):
+#: their time is work of the protocol, not workflow overhead
+MEASURING_RULES = ("run_track", "time_updates")
 RESUMED = re.compile(r"\[from checkpoint(?:, computed in ([0-9.]+)s)?\]")
 
 
@@ -123,13 +127,14 @@ def job_phases(log: Path, start: float, end: float) -> dict | None:
         ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
         first = ts if first is None else first
         if (p := PROGRESS.search(m.group(2))):
-            compute += float(p.group(1))
-            if (r := RESUMED.search(m.group(2))):
+            if (r := RESUMED.search(m.group(2))):  # its seconds are an earlier attempt's, not this one's
                 resumed += 1
                 if r.group(1) is None:
                     unknown += 1
                 else:
                     earlier += float(r.group(1))
+            else:
+                compute += float(p.group(1))
         if (d := DONE.search(m.group(2))):
             done_ts, since_t0 = ts, float(d.group(1))
     if first is None or done_ts is None:
@@ -186,7 +191,8 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
     if not total["jobs"]:
         raise SystemExit(f"{run_dir}: no run job has finished with a complete log yet ({len(untimed)} resumed from "
                          f"checkpoints without recorded times, {total['missing_logs']} without a complete log)")
-    other = sum(j["end"] - j["start"] for j in jobs if j["rule"] != "run_job")
+    work = sum(j["end"] - j["start"] for j in jobs if j["rule"] in MEASURING_RULES)
+    other = sum(j["end"] - j["start"] for j in jobs if j["rule"] not in ("run_job", *MEASURING_RULES))
     job_sum = sum(j["end"] - j["start"] for j in jobs)
     rows = [per_ds[k] for k in sorted(per_ds)] + [total]
     for r in rows:
@@ -198,6 +204,7 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
     # counted as extra capacity, i.e. as if they had run on one core outside the recorded window
     earlier = total.get("compute_earlier_attempts_s", 0.0)
     capacity = cores * wall + earlier
+    total["measuring_rules_s"] = work
     total["other_rules_s"] = other
     total["idle_capacity_s"] = idle
     total["workflow_overhead_share"] = ((total["wall_s"] - total["compute_s"]) + other + idle) / capacity
@@ -231,7 +238,8 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
           f"Whole run: {cores} cores x {wall:.0f} s"
           + (f" + {earlier:.0f} s of cut-off attempts" if earlier else "")
           + f" = {capacity:.0f} core-s of capacity; run jobs "
-          f"{total['wall_s']:.0f} s, of which compute {total['compute_s']:.0f} s; other rules (data, optimum, "
+          f"{total['wall_s']:.0f} s, of which compute {total['compute_s']:.0f} s; the tracks and the timing stage "
+          f"({', '.join(MEASURING_RULES)}: measurements, not overhead) {work:.0f} s; other rules (data, optimum, "
           f"aggregate, figures, claims) {other:.0f} s; capacity left idle by the scheduler {idle:.0f} s. "
           f"**Workflow overhead share = (run-job wall - compute + other rules + idle) / capacity = "
           f"{total['workflow_overhead_share']:.3f}.**", "",

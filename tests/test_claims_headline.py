@@ -1,5 +1,7 @@
 """The claims report's "In short" section: known answers on hand-made tables, and the README copy."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -105,3 +107,10 @@ def test_section_and_readme_sync(tmp_path):
         hl.section("# Claims\n\n## Settings\n")
     with pytest.raises(ValueError, match="no block between"):
         hl.readme_copy("# x\n")
+
+
+def test_readme_carries_the_published_in_short():
+    """The README's numbers are the published run's: its block equals figures/claims.md's section."""
+    root = Path(__file__).resolve().parents[1]
+    report = (root / "figures" / "claims.md").read_text()
+    assert hl.readme_copy((root / "README.md").read_text()) == hl.section(report)

@@ -34,6 +34,20 @@ def test_steps_for(per_update, target, steps):
     assert tm.steps_for(per_update, target) == steps
 
 
+def test_warm_up_measures_the_updates_after_an_expensive_first_one():
+    """First update 1 s, then 0.01 s each: runs of 2, 4, 8 updates add too little; 16 add 0.15 s >= 0.5 / 4,
+    so 0.01 s per update and 50 updates per timed run (warm/2 would have given 2, the first update's cost)."""
+    calls = []
+
+    def run(k):
+        calls.append(k)
+        return 1.0 + 0.01 * (k - 1)
+
+    assert tm.warm_up_steps(run, 0.5) == 50 and calls == [1, 2, 4, 8, 16]
+    assert tm.warm_up_steps(lambda k: 0.4 * k, 0.5) == 2                   # one run of 2 updates is enough
+    assert tm.warm_up_steps(lambda k: 1.0, 0.5) == tm.MAX_STEPS             # no cost after the first: the cap
+
+
 def test_rotation_puts_every_configuration_first_once_per_cycle():
     names = ["a", "b", "c"]
     assert tm.rotated(names, 0) == ["a", "b", "c"]

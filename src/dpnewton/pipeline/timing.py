@@ -10,11 +10,12 @@ compare lone runs [P section 6; docs/algorithms.md §9.1, §9.3: update steps ti
 The stage. For every dataset, each timed configuration runs alone (one seed, one T, BLAS on one
 thread as in the run jobs), ``repeats`` rounds in round-robin order, the order rotated by one each
 round so that no configuration always runs first. In a round each configuration makes a run of
-one update and then a run of ``steps`` updates, with ``steps`` chosen from an untimed warm-up run so
-that it lasts about ``seconds_per_run``. Times are the library's own update timer. The first update
-of a run can cost more than the others (set-up, and a cold cache after other work: up to ~1 ms
-more in the claims run's timing; benchmarks/README.md section 3d), which matters for best T of 1-10,
-so a run is modelled as
+one update and then a run of ``steps`` updates, with ``steps`` chosen from untimed warm-up runs so
+that its updates after the first last about ``seconds_per_run`` (:func:`warm_up_steps`). Times are
+the library's own update timer. The first update of a run can cost more than the others (set-up, a
+cold cache after other work: up to ~1 ms more in the claims run's timing, benchmarks/README.md
+section 3d; precond-dp-gd's curvature release: 40x a DP-GD step on fashion-mnist), which matters
+for best T of 1-10, so a run is modelled as
 
     runtime(T) = first + (T - 1) x cost        (runtime(0) = 0)
 
@@ -72,6 +73,21 @@ def steps_for(seconds_per_update: float, seconds_per_run: float) -> int:
     return int(min(MAX_STEPS, max(WARMUP_STEPS, round(seconds_per_run / seconds_per_update))))
 
 
+def warm_up_steps(run, seconds_per_run: float) -> int:
+    """Updates per timed run of one configuration, from untimed warm-up runs: ``run(k)`` = seconds of
+    a run of k updates. The first update can cost far more than the others (precond-dp-gd releases and
+    factors its curvature bound in it), so the cost of the others is measured apart from it: a run of
+    one update, then runs of k = WARMUP_STEPS, 2 WARMUP_STEPS, ... updates until their k - 1 further
+    updates take a quarter of ``seconds_per_run`` (or k = MAX_STEPS), and
+    :func:`steps_for` of (run(k) - run(1)) / (k - 1)."""
+    first, k = run(1), WARMUP_STEPS
+    while True:
+        extra = run(k) - first
+        if extra >= seconds_per_run / 4 or k >= MAX_STEPS:
+            return steps_for(extra / (k - 1), seconds_per_run)
+        k = min(2 * k, MAX_STEPS)
+
+
 def rotated(names: list[str], k: int) -> list[str]:
     """``names`` rotated left by k: the round-robin order of round k."""
     if not names:
@@ -101,10 +117,8 @@ def measure_update_costs(problem, dataset: str, configurations: dict[str, dict],
     names = list(configurations)
     steps = {}
     for name in names:
-        warm = one_run(name, WARMUP_STEPS)
-        steps[name] = steps_for(warm / WARMUP_STEPS, seconds_per_run)
-        log.info("timing %s/%s: warm-up %.3g s per update -> %d updates per timed run", dataset, name,
-                 warm / WARMUP_STEPS, steps[name])
+        steps[name] = warm_up_steps(lambda k, name=name: one_run(name, k), seconds_per_run)
+        log.info("timing %s/%s: warm-up -> %d updates per timed run", dataset, name, steps[name])
     rows = []
     for k in range(repeats):
         for position, name in enumerate(rotated(names, k)):
