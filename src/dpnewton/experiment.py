@@ -4,7 +4,10 @@
 Each run gets
 
 * rho from (epsilon, delta) through the named ``conversion`` (:mod:`dpnewton.privacy`), with
-  delta = n^-2 unless given [P section 6];
+  delta from the neighbouring relation unless given (n^-2 when n is public [P section 6]);
+* the noise of its ``neighbouring`` relation (:mod:`dpnewton.privacy.neighbouring`): under
+  ``add-remove`` a zCDP run first releases its row count from its own stream ("count") and
+  calibrates every later release to it; the pipeline runs the paper's ``add-remove-public-n``;
 * its own ``numpy.random.Generator``: seeded from (dataset, algorithm, epsilon, seed, T) for an
   integer seed (benchmarking), from fresh OS entropy for ``seed=None`` (:mod:`dpnewton.seeding`);
 * its own privacy ledger, checked to sum to rho after the run.
@@ -24,8 +27,10 @@ from threadpoolctl import threadpool_limits
 from .algorithms import RunContext, RunResult, get_algorithm
 from .io import to_json
 from .loss import LogisticProblem
-from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, default_delta, epsilon_to_rho,
-                      official_fsolve_failed, rho_to_epsilon)
+from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, epsilon_to_rho, official_fsolve_failed,
+                      rho_to_epsilon)
+from .privacy.neighbouring import (BENCHMARK_RELATION, COUNT_SENSITIVITY, LIBRARY_RELATION, check_delta_for_rows,
+                                   check_relation, count_rho, default_delta, released_count)
 from .seeding import RunIdentity, validate_seed
 
 DEFAULT_CONVERSION = "bs16"
@@ -45,32 +50,67 @@ def validate_iterations(iterations) -> int:
     return int(iterations)
 
 
-def validate_run_arguments(epsilon: float, delta: float | None, iterations: int, conversion: str) -> None:
+def validate_run_arguments(epsilon: float, delta: float | None, iterations: int, conversion: str,
+                           neighbouring: str = BENCHMARK_RELATION) -> None:
     """Check a run's privacy and length arguments without touching data (ValueError names them)."""
     check_epsilon_delta(epsilon, 0.5 if delta is None else delta)
     validate_iterations(iterations)
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion={conversion!r} is unknown; choose one of {', '.join(CONVERSIONS)}")
+    check_relation(neighbouring)
 
 
-def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str) -> tuple[float, float]:
-    """(delta, rho) for a target epsilon: delta defaults to n^-2; rho via ``conversion``."""
+def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str,
+                   neighbouring: str = BENCHMARK_RELATION) -> tuple[float, float]:
+    """(delta, rho) for a target epsilon: delta defaults by the relation
+    (:func:`~dpnewton.privacy.neighbouring.default_delta`) and must be below 1/n; rho via ``conversion``."""
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion={conversion!r} is unknown; choose one of {', '.join(CONVERSIONS)}")
-    delta = default_delta(n) if delta is None else delta
+    delta = default_delta(neighbouring, n) if delta is None else delta
     check_epsilon_delta(epsilon, delta)
+    check_delta_for_rows(delta, n)
     return delta, epsilon_to_rho(epsilon, delta, conversion)
 
 
+def check_relation_supported(algorithm: str, neighbouring: str) -> None:
+    """ValueError unless ``algorithm``'s calibration covers the relation (its card's ``relations``)."""
+    spec = get_algorithm(algorithm)
+    if check_relation(neighbouring) not in spec.relations:
+        raise ValueError(f"algorithm={algorithm!r} is calibrated only for neighbouring="
+                         f"{' or '.join(spec.relations)}, not {neighbouring!r}")
+
+
 def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, conversion: str, rho: float,
-                  runs: Iterable[tuple[int, int]], loss_iterates: LossIterates | None = None) -> list[RunContext]:
+                  runs: Iterable[tuple[int, int]], loss_iterates: LossIterates | None = None,
+                  neighbouring: str = BENCHMARK_RELATION, n: int | None = None) -> list[RunContext]:
+    """One context per (seed, T). Under ``add-remove`` a method with a zCDP plan releases the row
+    count ``n`` first (:func:`release_count`), so ``n`` is then required."""
+    counts = False
+    if check_relation(neighbouring) != BENCHMARK_RELATION:  # every method covers the benchmark's
+        check_relation_supported(algorithm, neighbouring)
+        counts = get_algorithm(algorithm).plan is not None
+    if counts and n is None:
+        raise ValueError("the add-remove relation needs the row count n to release it")
     contexts = []
     for seed, T in runs:
         ident = RunIdentity(dataset, algorithm, float(epsilon), validate_seed(seed), validate_iterations(T))
-        contexts.append(RunContext(ident, float(epsilon), float(delta), conversion, float(rho),
-                                   PrivacyLedger(float(rho)), ident.generator(),
-                                   None if loss_iterates is None else loss_iterates(ident.iterations)))
+        ctx = RunContext(ident, float(epsilon), float(delta), conversion, float(rho),
+                         PrivacyLedger(float(rho), neighbouring=neighbouring), ident.generator(),
+                         None if loss_iterates is None else loss_iterates(ident.iterations))
+        if counts:
+            release_count(ctx, n)
+        contexts.append(ctx)
     return contexts
+
+
+def release_count(ctx: RunContext, n: int) -> None:
+    """Release N = max(n + N(0, s^2), 1), s = 1/sqrt(2 rho_N), rho_N = COUNT_SHARE rho (sensitivity 1
+    under add/remove; :mod:`dpnewton.privacy.neighbouring`), from the run's own stream "count"; the
+    run's methods get the rest of rho (``ctx.rho``) and use N for every mean and sensitivity."""
+    rho_count = count_rho(ctx.rho)
+    sigma = ctx.ledger.charge(0, "count", COUNT_SENSITIVITY, rho_count)
+    ctx.count = released_count(n, sigma, ctx.identity.generator("count"))
+    ctx.rho = ctx.rho - rho_count
 
 
 def check_ledger(result: RunResult) -> None:
@@ -89,24 +129,27 @@ def check_ledger(result: RunResult) -> None:
 def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float,
                   seeds: Sequence[int | None], iterations: Sequence[int] | int, delta: float | None = None,
                   conversion: str = DEFAULT_CONVERSION, hyper: dict | None = None,
-                  blas_threads: int = 1, loss_iterates: LossIterates | None = None) -> list[RunResult]:
+                  blas_threads: int = 1, loss_iterates: LossIterates | None = None,
+                  neighbouring: str = BENCHMARK_RELATION) -> list[RunResult]:
     """Run ``algorithm`` for every (seed, T) in seeds x iterations; one batch, one result per run.
     ``loss_iterates(T)``: the iterates whose loss a run of T iterations records
-    (:attr:`~dpnewton.algorithms.base.RunContext.loss_iterates`; default all)."""
+    (:attr:`~dpnewton.algorithms.base.RunContext.loss_iterates`; default all). ``neighbouring``: the
+    relation the noise is calibrated for (default the benchmark's, n public)."""
     spec = get_algorithm(algorithm)
     Ts = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
     if not Ts:
         raise ValueError("iterations must not be empty")
     for T in Ts:
         validate_iterations(T)
-    delta, rho = resolve_budget(epsilon, delta, problem.n, conversion)
+    delta, rho = resolve_budget(epsilon, delta, problem.n, conversion, neighbouring)
     return run_at_rho(problem, dataset, algorithm, epsilon, delta, conversion, rho,
-                      [(s, T) for s in seeds for T in Ts], hyper, blas_threads, loss_iterates)
+                      [(s, T) for s in seeds for T in Ts], hyper, blas_threads, loss_iterates, neighbouring)
 
 
 def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float, delta: float,
                conversion: str, rho: float, runs: Iterable[tuple[int | None, int]], hyper: dict | None = None,
-               blas_threads: int = 1, loss_iterates: LossIterates | None = None) -> list[RunResult]:
+               blas_threads: int = 1, loss_iterates: LossIterates | None = None,
+               neighbouring: str = BENCHMARK_RELATION) -> list[RunResult]:
     """Run ``algorithm`` once per (seed, T) of ``runs`` with a given zCDP budget ``rho`` (the
     second half of :func:`run_algorithm`, which derives rho from epsilon). ``epsilon``, ``delta``
     and ``conversion`` label the runs (identity, seeding, records); only the accountant-calibrated
@@ -114,7 +157,8 @@ def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: 
     :func:`dpnewton.tuning.private_select`, whose candidates get a rho calibrated for the whole
     selection."""
     spec = get_algorithm(algorithm)
-    contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho, list(runs), loss_iterates)
+    contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho, list(runs), loss_iterates,
+                             neighbouring, problem.n)
     with threadpool_limits(blas_threads):
         results = spec.run(problem, contexts, dict(hyper or {}))
     for res in results:
@@ -134,7 +178,7 @@ def result_record(result: RunResult, conversion: str, epsilon: float, delta: flo
     rho = ledger.budget_rho
     record = {
         "dataset": ident.dataset, "algorithm": ident.algorithm, "epsilon": ident.epsilon,
-        "delta": delta, "conversion": conversion, "rho": rho,
+        "delta": delta, "conversion": conversion, "rho": rho, "neighbouring": ledger.neighbouring,
         # the epsilon the zCDP ledger really spends (tight CKS); NaN for accountant/AOP runs
         "epsilon_spent_cks": rho_to_epsilon(rho, delta, "cks") if ledger.entries else float("nan"),
         "conversion_failed": bool(conversion == "official-fsolve" and official_fsolve_failed(epsilon, delta)),

@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
+from ..privacy.neighbouring import RELATIONS, BENCHMARK_RELATION
 from ..privacy.plan import PrivacyPlan
 
 from .aop import AopConfig, run_aop
@@ -52,6 +53,8 @@ class AlgorithmSpec:
     batched: bool = False            # shares passes over Z across runs
     nonprivate: str = ""             # the part of the protocol that is not private, if any
     plan: Callable[..., PrivacyPlan] | None = None   # plan(hyper, n, d, T, rho): the run's releases as data
+    #: the neighbouring relations its noise calibration covers (:mod:`dpnewton.privacy.neighbouring`)
+    relations: tuple[str, ...] = (BENCHMARK_RELATION,)
 
 
 def runner(config_cls, run_fn, **fixed):
@@ -99,19 +102,20 @@ for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
         register(AlgorithmSpec(f"{_soi_label}-{_mod}",
                                runner(DoubleNoiseConfig, run_double_noise, soi=_soi, modification=_mod),
                                f"double-noise Newton, {_soi} SOI, {_mod} modification (Algorithm 3)",
-                               plan=planner(DoubleNoiseConfig, double_noise_plan, soi=_soi, modification=_mod)))
+                               plan=planner(DoubleNoiseConfig, double_noise_plan, soi=_soi, modification=_mod),
+                               relations=RELATIONS))
         register(AlgorithmSpec(f"minibatch-{_soi_label}-{_mod}",
                                runner(MinibatchNewtonConfig, run_minibatch_newton, soi=_soi, modification=_mod),
                                f"minibatch double-noise Newton, {_soi} SOI, {_mod}, fixed lambda, "
                                "Poisson batches, RDP-calibrated noise"))
 
 register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
-                       batched=True, plan=planner(GradientDescentConfig, gradient_plan)))
+                       batched=True, plan=planner(GradientDescentConfig, gradient_plan), relations=RELATIONS))
 register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd),
                        "DP-GD preconditioned by a privately released Böhning bound Z^T Z/(4n), eigenvalues "
                        "clipped at lambda_mult * sigma_B * sqrt(d) (or lambda_mode=adaptive); step 1, "
                        "precond_frac 0.1 of rho for B; refresh=k: SOI at w_t every k steps",
-                       batched=True, plan=planner(PrecondConfig, precond_plan)))
+                       batched=True, plan=planner(PrecondConfig, precond_plan), relations=RELATIONS))
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", batched=True,
                        nonprivate="line-search step size",
@@ -128,7 +132,8 @@ register(AlgorithmSpec("aop", runner(AopConfig, run_aop),
                        iterative=False))
 register(AlgorithmSpec("objpert", runner(ObjpertConfig, run_objpert),
                        "objective perturbation with the tight privacy profile (Redberg-Koskela-Wang 2023) "
-                       "+ approximate-minimum output noise, on Z; T is ignored", iterative=False))
+                       "+ approximate-minimum output noise, on Z; T is ignored", iterative=False,
+                       relations=RELATIONS))
 register(AlgorithmSpec("cubic-newton", runner(CubicNewtonConfig, run_cubic_newton),
                        "private cubic-regularised Newton (Algorithms 1-2) on l2-regularised loss over a ball",
                        plan=planner(CubicNewtonConfig, cubic_newton_plan)))

@@ -49,10 +49,25 @@ class RunContext:
     #: adult and protein it costs about a fifth of a DP-GD step, and a full pass per iterate for the
     #: minibatch methods. The pipeline asks only for the points its curves keep.
     loss_iterates: np.ndarray | None = None
+    #: the released row count N that replaces n in every mean and sensitivity (None: n is public)
+    count: float | None = None
 
     @property
     def iterations(self) -> int:
         return self.identity.iterations
+
+    @property
+    def neighbouring(self) -> str:
+        """The relation the run's noise is calibrated for (its ledger's)."""
+        return self.ledger.neighbouring
+
+    def rows(self, problem: LogisticProblem) -> float:
+        """N: the row count the run's means and sensitivities use (the released count, else n)."""
+        return problem.n if self.count is None else self.count
+
+    def rescale(self, mean: np.ndarray, problem: LogisticProblem) -> np.ndarray:
+        """A mean over the n rows as the run's mean sum / N (``mean`` itself when n is public)."""
+        return mean if self.count is None else mean * (problem.n / self.count)
 
     def loss_mask(self) -> np.ndarray:
         """Which of the iterates 0..T get their loss evaluated (``loss_iterates``, and always T)."""

@@ -1,7 +1,9 @@
 """Full-batch noisy gradient methods: DP-GD and DP-GD-Oracle (batched over runs).
 
 Both release the mean gradient (L2 sensitivity 1/n: each projected row has norm <= 1 and the
-per-example gradient sigma(-m_i) z_i has norm <= 1) once per iteration with rho_t = rho/T.
+per-example gradient sigma(-m_i) z_i has norm <= 1) once per iteration with rho_t = rho/T. Under
+the ``add-remove`` relation n is the released count N and the mean is sum/N
+(:mod:`dpnewton.privacy.neighbouring`).
 
 * DP-GD [P sections 4 and 6, Baseline 1; docs/algorithms.md §3.1]: w <- w - eta (grad(w) + N(0, s^2 I)) with
   eta = 1/L1 = 4 (the logistic loss is 1/4-smooth on the unit ball) and s = (1/n)/sqrt(2 rho/T);
@@ -80,23 +82,24 @@ def gradient_plan(cfg, n: int, d: int, T: int, rho: float, algorithm: str = "dp-
     return PrivacyPlan(algorithm, rho, T, (gradient_release(n, T, rho),)).check()
 
 
-def _noisy_gradients(G: np.ndarray, contexts: list[RunContext], plans: dict[int, PrivacyPlan], t: int) -> np.ndarray:
-    """Add each run's own Gaussian noise to its row of G, charging the release through its plan
-    (``plans``: id(context) -> plan)."""
+def _noisy_gradients(problem: LogisticProblem, G: np.ndarray, contexts: list[RunContext],
+                     plans: dict[int, PrivacyPlan], t: int) -> np.ndarray:
+    """Add each run's own Gaussian noise to its row of G (as the run's mean sum/N,
+    :meth:`RunContext.rescale`), charging the release through its plan (``plans``: id(context) -> plan)."""
     out = np.empty_like(G)
     for j, ctx in enumerate(contexts):
         s = plans[id(ctx)].charge(ctx.ledger, t, "gradient")
-        out[j] = G[j] + s * ctx.rng.standard_normal(G.shape[1])
+        out[j] = ctx.rescale(G[j], problem) + s * ctx.rng.standard_normal(G.shape[1])
     return out
 
 
 def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
               cfg: GradientDescentConfig = GradientDescentConfig()) -> list[RunResult]:
     cfg = cfg.validated()
-    plans = {id(c): gradient_plan(cfg, problem.n, problem.d, c.iterations, c.rho) for c in contexts}
+    plans = {id(c): gradient_plan(cfg, c.rows(problem), problem.d, c.iterations, c.rho) for c in contexts}
 
     def step(W, M, G, ctxs, t):
-        return W - cfg.step * _noisy_gradients(G, ctxs, plans, t)
+        return W - cfg.step * _noisy_gradients(problem, G, ctxs, plans, t)
 
     return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
 
@@ -118,7 +121,7 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
 
     def step(W, M, G, ctxs, t):
         G = G + reg * W
-        Gn = _noisy_gradients(G, ctxs, plans, t)
+        Gn = _noisy_gradients(problem, G, ctxs, plans, t)
         ZG = problem.margins(Gn)  # Z g~ for every run, one batched pass
         W_next = np.empty_like(W)
         for j in range(W.shape[0]):

@@ -40,6 +40,12 @@ is then a Gaussian mechanism with sensitivity Delta_out given t, calibrated exac
 (eps_out, delta_out): sigma_out = Delta_out/mu_out. Adaptive basic composition with theta^'s (eps_obj, delta_obj)
 gives (eps, delta) for the pair, and the output is post-processing of the pair [Iyengar et al. 2019, AMP].
 
+Under the ``add-remove`` relation (n private, :mod:`dpnewton.privacy.neighbouring`) the output
+sensitivity may not depend on n: the solver then stops on the sum-form gradient,
+||grad J_D(theta~)|| <= gamma_sum = :data:`SUM_TOLERANCE` (mean form: gamma_sum/n), so r = gamma_sum/Lambda
+for every dataset and Delta_out = 2 gamma_sum/Lambda. No count is released. Under
+``add-remove-public-n`` (the benchmark) the rule above, (2n + 1) gamma/Lambda, is kept.
+
 Accounting: an (epsilon, delta) mechanism, calibrated directly (rows are the same under every
 conversion; rho is the run's nominal budget and is not spent, as for AOP). The ledger holds one
 :class:`~dpnewton.privacy.ObjectivePerturbationEvent` with the split, Lambda, sigma, sigma_out, the profile's
@@ -62,6 +68,7 @@ import numpy as np
 from ..loss import LogisticProblem
 from ..privacy.conversions import _gdp_delta, check_epsilon_delta
 from ..privacy.ledger import ObjectivePerturbationEvent
+from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION
 from ..privacy.objpert_profile import (calibrate_sigma, check_spend, gaussian_mu_for, jacobian_epsilon,
                                        lambda_for_share, objpert_delta)
 from .aop import minimize_objective
@@ -72,7 +79,8 @@ BETA = 0.25            # 0 <= l'' <= 1/4
 OUTPUT_FRAC = 0.01     # share of epsilon and of delta for the output Gaussian
 JACOBIAN_SHARE = 0.1   # share of eps_obj spent on the Jacobian term eps0 = log(1 + beta/Lambda)
 MAX_NEWTON_ITERATIONS = 100
-TOLERANCE = 1e-12    # gamma on the mean-form gradient, the same for every n
+TOLERANCE = 1e-12    # gamma on the mean-form gradient, the same for every n (n public)
+SUM_TOLERANCE = 1e-6  # gamma_sum on the sum-form gradient (n private): mean form gamma_sum/n, 1e-12 at n = 1e6
 MECHANISM = "objective perturbation, tight profile (Redberg-Koskela-Wang 2023)"
 
 
@@ -94,13 +102,21 @@ class ObjpertConfig:
 
 
 def output_sensitivity(n: int, lam: float, gamma: float) -> float:
-    """Delta_out = r(n) + r(n + 1), r(m) = m gamma/Lambda (module docstring)."""
+    """Delta_out = r(n) + r(n + 1), r(m) = m gamma/Lambda (module docstring; n public)."""
     if n < 2:
         raise ValueError(f"n={n!r}: objpert needs at least 2 rows")
     return (2 * n + 1) * gamma / lam
 
 
-def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig = ObjpertConfig()) -> dict:
+def solver_tolerance(n: int, neighbouring: str) -> tuple[float, float]:
+    """(gamma on the mean-form gradient, Delta_out / (1/Lambda)) for the relation (module docstring)."""
+    if neighbouring == LIBRARY_RELATION:
+        return SUM_TOLERANCE / n, 2.0 * SUM_TOLERANCE
+    return TOLERANCE, output_sensitivity(n, 1.0, TOLERANCE)
+
+
+def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig = ObjpertConfig(),
+                       neighbouring: str = BENCHMARK_RELATION) -> dict:
     """The split, Lambda, sigma (sum form), the noise scales of the run and the spend check."""
     check_epsilon_delta(epsilon, delta)
     cfg = cfg.validated()
@@ -109,8 +125,8 @@ def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig 
     lam = lambda_for_share(eps_obj, cfg.jacobian_share, BETA) if cfg.Lambda is None else float(cfg.Lambda)
     sigma = calibrate_sigma(eps_obj, delta_obj, lam, L_CONST, BETA)
     delta_obj_spent = objpert_delta(eps_obj, sigma, lam, L_CONST, BETA)
-    gamma = TOLERANCE
-    sens_out = output_sensitivity(n, lam, gamma)
+    gamma, sens_lambda = solver_tolerance(n, neighbouring)
+    sens_out = sens_lambda / lam
     mu_out = gaussian_mu_for(eps_out, delta_out)
     delta_out_spent = _gdp_delta(eps_out, mu_out)
     eps_spent, delta_spent = check_spend({"objective": (eps_obj, delta_obj_spent),
@@ -127,7 +143,7 @@ def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig 
 def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertConfig) -> RunResult:
     n, d, rng = problem.n, problem.d, ctx.rng
     start = time.perf_counter()
-    params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg)
+    params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg, ctx.neighbouring)
     b = params["sigma_obj"] * rng.standard_normal(d)
     try:
         theta_hat, reached, steps = minimize_objective(problem, params["Lambda"], b, params["gamma"],

@@ -24,7 +24,7 @@ precond_frac rho / R each, and lambda follows their noise scale. A per-record SO
 c(m) z z^T/n with c <= 1/4, so the sensitivity below holds for every release.
 
 Sensitivity of the curvature release: one added or removed row changes B by z z^T/(4n) (n public,
-docs/algorithms.md §6.1), whose Frobenius norm is ||z||^2/(4n) <= 1/(4n). The released vector is
+docs/algorithms.md §6.1; under ``add-remove`` n is the released count N and B = Z^T Z/(4N)), whose Frobenius norm is ||z||^2/(4n) <= 1/(4n). The released vector is
 the upper triangle u(B) = (B_ij)_{i <= j}; ||u(z z^T)||^2 = (||z||^4 + sum_i z_i^4)/2 <= ||z||^4, so
 its L2 sensitivity is also <= 1/(4n), attained by an axis-aligned unit row (z = e_k: u(z z^T) has the
 single entry 1/(4n)). The noise is calibrated to that 1/(4n), which is exact for the upper-triangle
@@ -161,8 +161,8 @@ def precond_plan(cfg: PrecondConfig, n: int, d: int, T: int, rho: float) -> Priv
 def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
                       cfg: PrecondConfig = PrecondConfig()) -> list[RunResult]:
     cfg = cfg.validated()
-    n, d = problem.n, problem.d
-    plans = {id(c): precond_plan(cfg, n, d, c.iterations, c.rho) for c in contexts}
+    d = problem.d
+    plans = {id(c): precond_plan(cfg, c.rows(problem), d, c.iterations, c.rho) for c in contexts}
     inverses: dict[int, np.ndarray] = {}
     info: dict[int, dict] = {}
     shared = {}
@@ -172,9 +172,9 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
         if margins is None:
             if "B" not in shared:
                 shared["B"] = bohning_bound(problem)
-            curvature = shared["B"]
+            curvature = ctx.rescale(shared["B"], problem)
         else:
-            curvature = problem.soi_from_margins(margins, cfg.refresh_soi)
+            curvature = ctx.rescale(problem.soi_from_margins(margins, cfg.refresh_soi), problem)
         plan = plans[id(ctx)]
         releases, rho_release = plan.release("curvature").count, plan.release("curvature").rho
         s_b = plan.charge(ctx.ledger, t, "curvature")
@@ -182,7 +182,7 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
         if cfg.lambda_mode == "spectral":
             lam = spectral_lambda(s_b, d, cfg.lambda_mult)
         else:
-            lam = adaptive_curvature_lambda(noisy, n, rho_release)
+            lam = adaptive_curvature_lambda(noisy, ctx.rows(problem), rho_release)
         inverses[id(ctx)], eig = clipped_inverse(noisy, lam)
         if margins is None:
             info[id(ctx)] = {"lambda": lam, "sigma_curvature": s_b, "clipped_eigenvalues": int(np.sum(eig <= lam)),
@@ -195,7 +195,7 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
                 release_curvature(ctx, t, None)
             elif cfg.refresh and t % cfg.refresh == 0:
                 release_curvature(ctx, t, M[:, j])
-        noisy = _noisy_gradients(G, ctxs, plans, t)
+        noisy = _noisy_gradients(problem, G, ctxs, plans, t)
         out = np.empty_like(W)
         for j, ctx in enumerate(ctxs):
             out[j] = W[j] - cfg.step * (inverses[id(ctx)] @ noisy[j])

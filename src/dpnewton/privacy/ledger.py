@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Union
 
+from .neighbouring import BENCHMARK_RELATION
+
 # Relative slack for floating-point round-off when per-step budgets (rho/T * fractions) are summed.
 ROUNDING_SLACK = 1e-9
 
@@ -141,6 +143,8 @@ class PrivacyLedger:
     (:class:`SubsampledGaussianEvent`, :class:`ObjectivePerturbationEvent`; a plain dict is kept
     as given); ``events`` is their dict view (the ``accounting_events`` JSON column of result
     rows). ``nonprivate`` names the parts of a protocol that are not private by design.
+    ``neighbouring`` is the relation the run's noise is calibrated for
+    (:mod:`dpnewton.privacy.neighbouring`).
     """
 
     budget_rho: float
@@ -148,6 +152,7 @@ class PrivacyLedger:
     accounting_events: list[AccountingEvent] = field(default_factory=list)
     nonprivate: list[str] = field(default_factory=list)
     _spent: float = 0.0
+    neighbouring: str = BENCHMARK_RELATION
 
     @property
     def events(self) -> list[dict]:
@@ -194,7 +199,7 @@ class PrivacyLedger:
         return out
 
     def summary(self) -> dict:
-        return {"budget_rho": self.budget_rho, "ledger_rho_total": self.spent_rho,
+        return {"neighbouring": self.neighbouring, "budget_rho": self.budget_rho, "ledger_rho_total": self.spent_rho,
                 "rho_by_quantity": self.rho_by_quantity(), "n_releases": len(self.entries),
                 "events": self.events, "nonprivate": list(self.nonprivate)}
 

@@ -1,0 +1,89 @@
+"""The neighbouring relation a run's guarantee is stated under, and the released row count.
+
+Two relations, named in every run's record (``neighbouring``):
+
+``"add-remove"`` (:data:`LIBRARY_RELATION`: ``dpnewton.fit``, ``dpnewton run`` and
+``DPLogisticRegression``)
+    D and D' differ by adding or removing one row, and the number of rows n is private. No noise
+    scale may then be a function of n. The zCDP methods first release the count,
+    N~ = n + N(0, 1/(2 rho_N)) (Gaussian mechanism, sensitivity 1: BS16 Proposition 1.6) with
+    rho_N = :data:`COUNT_SHARE` x rho, and use N = max(N~, 1) (post-processing) wherever the
+    paper's analysis uses n: every mean is sum / N and every sensitivity c/n becomes c/N. Adding or
+    removing one row moves a sum of per-row terms of norm <= c by <= c, so sum / N moves by <= c/N
+    for the same released N on both sides, and each later release is a Gaussian mechanism given N;
+    zCDP composes adaptively (BS16 Lemma 2.3), so the run is rho-zCDP in total.
+    Objective perturbation needs no count (its analysis is on sums, :mod:`dpnewton.algorithms.objpert`).
+``"add-remove-public-n"`` (:data:`BENCHMARK_RELATION`: the pipeline, the paper's convention)
+    add or remove one row with n treated as public, as in the paper's accounting [P section 6] and
+    its official code: N = n, no count release. It is not a guarantee against an adversary who does
+    not know n (a run on D and on D plus one row use different noise scales); the published
+    reproduction uses it so that its numbers are the paper's setting.
+
+Default delta (:func:`default_delta`): n^-2 under ``add-remove-public-n`` [P section 6]; under
+``add-remove`` n^-2 would read the private n, so delta defaults to the public constant
+:data:`LIBRARY_DELTA`. Under both, delta >= 1/n is refused (:func:`check_delta_for_rows`): such a
+delta allows releasing a row outright.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .conversions import default_delta as paper_delta
+
+LIBRARY_RELATION = "add-remove"
+BENCHMARK_RELATION = "add-remove-public-n"
+RELATIONS = (LIBRARY_RELATION, BENCHMARK_RELATION)
+RELATION_TEXT = {
+    LIBRARY_RELATION: "adding or removing one training row, with the number of rows n private "
+                      "(released with noise from the budget where a method needs it)",
+    BENCHMARK_RELATION: "adding or removing one training row, with the number of rows n treated as "
+                        "public (the paper's convention)",
+}
+"""One sentence per relation: what a neighbouring pair of datasets is."""
+
+COUNT_SHARE = 0.02
+"""Share of a zCDP run's rho spent on releasing the row count under ``add-remove``."""
+COUNT_SENSITIVITY = 1.0
+LIBRARY_DELTA = 1e-5
+"""Default delta under ``add-remove``: a public constant (n^-2 would read the private n)."""
+
+
+def check_relation(relation) -> str:
+    if not isinstance(relation, str) or relation not in RELATIONS:
+        raise ValueError(f"neighbouring={relation!r} is unknown; choose one of {', '.join(RELATIONS)}")
+    return relation
+
+
+def default_delta(relation: str, n: int) -> float:
+    """delta when none is given: n^-2 with n public [P section 6], :data:`LIBRARY_DELTA` otherwise."""
+    return LIBRARY_DELTA if check_relation(relation) == LIBRARY_RELATION else paper_delta(n)
+
+
+def check_delta_for_rows(delta: float, n: int) -> None:
+    """Refuse delta >= 1/n: an (epsilon, delta) guarantee with such a delta allows publishing a random
+    row in the clear."""
+    if delta >= 1.0 / n:
+        raise ValueError(f"delta={delta!r} is at least 1/n = {1.0 / n:.3g} for n={n} rows: it allows "
+                         "releasing a row in the clear; pass a delta well below 1/n (e.g. 1e-5, or "
+                         "1/N^2 for a public bound N on the row count)")
+
+
+def count_rho(rho: float) -> float:
+    """rho_N = COUNT_SHARE x rho: the count release's share of a run's budget."""
+    return COUNT_SHARE * rho
+
+
+def released_count(n: int, sigma: float, rng: np.random.Generator) -> float:
+    """N = max(n + sigma xi, 1), xi ~ N(0, 1): the noisy count, post-processed to be >= 1."""
+    return float(max(n + sigma * rng.standard_normal(), 1.0))
+
+
+def relation_sentence(relation: str) -> str:
+    """'with respect to ...': the guarantee's neighbouring relation in words."""
+    return f"with respect to {RELATION_TEXT[check_relation(relation)]}"
+
+
+__all__ = ["BENCHMARK_RELATION", "COUNT_SENSITIVITY", "COUNT_SHARE", "LIBRARY_DELTA", "LIBRARY_RELATION",
+           "RELATIONS", "RELATION_TEXT", "check_delta_for_rows", "check_relation", "count_rho",
+           "default_delta", "relation_sentence", "released_count"]
