@@ -18,11 +18,18 @@ Passes over Z are made one block of rows at a time (:func:`row_block`, sized to 
 For a stack of runs each run gets its own matrix-vector product per block, so a run's
 bits never depend on how many runs share the batch, while the block of Z is read from memory once
 for all of them. The Newton methods fuse the gradient and the SOI into one such pass.
+
+Z may also be a ``scipy.sparse`` matrix (kept as CSR float64 with sorted indices,
+:attr:`LogisticProblem.is_sparse`); it is never made dense. Its passes are sparse products:
+margins Z W^T, gradients Z^T S with S = sigma(-M), and the Gram matrix R^T R with R = diag(sqrt(c)) Z,
+whose d x d result alone is made dense. Each output column of a CSR/CSC product with a stack is
+accumulated on its own, so a run's bits again do not depend on the other runs of its batch.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import special
 from scipy.linalg import blas
 
@@ -76,28 +83,77 @@ def hessian_coefficient(m: np.ndarray) -> np.ndarray:
 SOI_COEFFICIENTS = {"hessian": hessian_coefficient, "qu": qu_coefficient}
 
 
+def _as_csr(A) -> sp.csr_matrix:
+    """A copy of the sparse matrix A as canonical CSR: float64, duplicates summed, sorted indices."""
+    A = sp.csr_matrix(A, dtype=np.float64, copy=True)
+    A.sum_duplicates()  # also sorts the column indices of every row
+    return A
+
+
+def _row_ids(A: sp.csr_matrix) -> np.ndarray:
+    """The row of every stored entry of the CSR matrix A (aligned with ``A.data``)."""
+    return np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+
+
+def _entries(X, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row ids, values) of the stored entries of the rows ``rows`` (sorted) of a dense or CSR X."""
+    if sp.issparse(X):
+        ids = _row_ids(X)
+        keep = np.isin(ids, rows)
+        return ids[keep], X.data[keep]
+    return np.repeat(rows, X.shape[1]), X[rows].ravel()
+
+
+def _scaled_rows(ids: np.ndarray, values: np.ndarray, n: int, what: str):
+    """u_i = x_i / a_i with a_i = max_j |x_ij|, and ||u_i||, for the entries (ids, values) of some rows.
+
+    ||x_i|| = a_i ||u_i|| with 1 <= ||u_i|| <= sqrt(d): the norm of a row whose sum of squares
+    overflows (||x_i|| > ~1.3e154), computed without overflow. Raises ValueError for a row with NaN or inf.
+    Returns (a, ||u||) per row (length n; zero for rows without entries) and u per entry.
+    """
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise ValueError(f"row {int(ids[bad][0])} of {what} contains NaN or inf; remove that row or "
+                         "replace its non-finite values before building the problem")
+    a = np.zeros(n)
+    np.maximum.at(a, ids, np.abs(values))
+    u = values / a[ids]
+    return a, np.sqrt(np.bincount(ids, weights=u * u, minlength=n)), u
+
+
 class LogisticProblem:
     """Average logistic loss over the signed, projected rows Z (n x d).
 
-    Build it with :meth:`from_xy` (projects rows) or directly from an existing Z.
-    ``optimum`` (w*, loss*) may be attached for excess-loss evaluation.
+    Build it with :meth:`from_xy` (projects rows) or directly from an existing Z, dense or
+    ``scipy.sparse`` (stored as CSR; :attr:`is_sparse`). ``optimum`` (w*, loss*) may be attached
+    for excess-loss evaluation.
     """
 
-    def __init__(self, Z: np.ndarray, name: str = "data"):
-        Z = np.ascontiguousarray(Z, dtype=np.float64)
+    def __init__(self, Z, name: str = "data"):
+        Z = _as_csr(Z) if sp.issparse(Z) else np.ascontiguousarray(Z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[0] == 0 or Z.shape[1] == 0:
             raise ValueError(f"Z must be a non-empty 2-D array, got shape {Z.shape}")
-        squared_norms = np.einsum("ij,ij->i", Z, Z)  # no n x d temporary
-        if not np.isfinite(squared_norms).all():
-            raise ValueError("Z contains NaN or inf; clean the data before building the problem")
+        with np.errstate(over="ignore"):  # overflowing rows are handled below
+            if sp.issparse(Z):
+                squared_norms = np.bincount(_row_ids(Z), weights=Z.data * Z.data, minlength=Z.shape[0])
+            else:
+                squared_norms = np.einsum("ij,ij->i", Z, Z)  # no n x d temporary
         norms = np.sqrt(squared_norms)
+        overflow = np.flatnonzero(~np.isfinite(squared_norms))
+        if overflow.size:  # NaN/inf entries raise; else entries so large their squares overflow
+            ids, values = _entries(Z, overflow)
+            a, r, _ = _scaled_rows(ids, values, Z.shape[0], "Z")
+            norms[overflow] = a[overflow] * r[overflow]
         if norms.max() > 1.0 + 1e-12:
-            raise ValueError(f"rows of Z must lie in the unit ball; max norm is {norms.max():.6g}")
+            raise ValueError(f"rows of Z must lie in the unit ball; max norm is {norms.max():.6g} "
+                             f"(row {int(norms.argmax())})")
         self._attach(Z, name, work=None)
 
     def _attach(self, Z: np.ndarray, name: str, work: np.ndarray | None) -> None:
         """Set every field; the one place that lists them (shared by __init__ and :meth:`batch`)."""
         self.Z = Z
+        #: Z is a scipy.sparse CSR matrix (float64, sorted indices): passes are sparse products
+        self.is_sparse = sp.issparse(Z)
         self.name = name
         self.n, self.d = Z.shape
         self.w_opt: np.ndarray | None = None
@@ -111,7 +167,7 @@ class LogisticProblem:
         same copy. They are rows of a validated Z, so the checks of the constructor are skipped.
         """
         sub = object.__new__(LogisticProblem)
-        sub._attach(self.Z[rows], self.name, work=self._gram_buffer())
+        sub._attach(self.Z[rows], self.name, work=None if self.is_sparse else self._gram_buffer())
         return sub
 
     def _gram_buffer(self) -> np.ndarray:
@@ -121,17 +177,46 @@ class LogisticProblem:
         return self._work
 
     @classmethod
-    def from_xy(cls, X: np.ndarray, y: np.ndarray, name: str = "data") -> "LogisticProblem":
-        """z_i = y_i x_i / max(1, ||x_i||) (docs/algorithms.md §1.2: per-row projection onto the unit ball)."""
-        X = np.asarray(X, dtype=np.float64)
+    def from_xy(cls, X, y: np.ndarray, name: str = "data") -> "LogisticProblem":
+        """z_i = y_i x_i / max(1, ||x_i||) (docs/algorithms.md §1.2: per-row projection onto the unit ball).
+
+        X is dense or ``scipy.sparse`` (then Z is sparse too, with X's pattern). ||x_i|| is the plain
+        sqrt(sum_j x_ij^2) (dense: :func:`numpy.linalg.norm`). Where its sum of squares overflows
+        (||x_i|| > ~1.3e154, far outside the ball) the row is projected through its scaled copy,
+        z_i = y_i u_i / ||u_i|| with u_i = x_i / max_j |x_ij| (:func:`_scaled_rows`), so it has
+        norm 1 instead of collapsing to 0. A row with NaN or inf raises ValueError naming it.
+        """
+        sparse = sp.issparse(X)
+        X = _as_csr(X) if sparse else np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if X.ndim != 2 or y.shape != (X.shape[0],):
             raise ValueError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
         labels = set(np.unique(y).tolist())
         if not labels <= {-1.0, 1.0}:
             raise ValueError(f"labels must be -1/+1, found values {sorted(labels)[:5]}")
-        scale = np.maximum(1.0, np.linalg.norm(X, axis=1))
-        return cls((y / scale)[:, None] * X, name=name)
+        n = X.shape[0]
+        with np.errstate(over="ignore"):  # overflowing rows are handled below
+            if sparse:
+                ids = _row_ids(X)
+                norms = np.sqrt(np.bincount(ids, weights=X.data * X.data, minlength=n))
+            else:
+                norms = np.linalg.norm(X, axis=1)
+        overflow = np.flatnonzero(~np.isfinite(norms))
+        if overflow.size:  # z_i = y_i u_i / ||u_i|| for the entries of those rows
+            o_ids, values = _entries(X, overflow)
+            _, r, u = _scaled_rows(o_ids, values, n, "X")
+            projected = (y[o_ids] / r[o_ids]) * u
+        factor = y / np.maximum(1.0, norms)
+        if sparse:
+            Z = X  # this method's own copy: its entries are scaled in place
+            Z.data *= factor[ids]
+            if overflow.size:
+                Z.data[np.isin(ids, overflow)] = projected
+        else:
+            Z = factor[:, None] * X
+            if overflow.size:
+                Z[overflow] = projected.reshape(overflow.size, -1)
+        return cls(Z, name=name)
 
     def set_optimum(self, w_opt: np.ndarray, loss_opt: float | None = None) -> None:
         self.w_opt = np.asarray(w_opt, dtype=np.float64)
@@ -145,9 +230,14 @@ class LogisticProblem:
         margins are the same bits whatever the stack size. Single vectors use one gemv: an
         optimizer uses one of the two forms for all its runs (batched first-order optimizers pass
         stacks, even of one run), so its results never depend on batching.
+
+        Sparse Z: Z w, or Z W^T in one CSR product (row i of the output accumulates the entries of
+        z_i in index order, separately for every column), again the same bits whatever the stack.
         """
         if w.ndim == 1:
             return self.Z @ w
+        if self.is_sparse:
+            return self.Z @ w.T
         n = self.n
         Mt = np.empty((w.shape[0], n))
         block = row_block(self.d)
@@ -179,13 +269,17 @@ class LogisticProblem:
         (c x n, a quarter of the size of Z, the only large work array); each point's terms are
         then computed and summed as one contiguous row (two temporaries of n floats). A point's
         loss may differ in the last bits from :meth:`loss` (gemm vs gemv); the chunks depend only
-        on d and the number of points.
+        on d and the number of points. Sparse Z: chunks of 8 points, margins (Z W_c^T)^T (n x 8:
+        a quarter of a dense Z's size could be far more than the sparse Z).
         """
         points = np.ascontiguousarray(points, dtype=np.float64)
-        chunk = int(min(256, max(8, self.d // 4)))
+        chunk = 8 if self.is_sparse else int(min(256, max(8, self.d // 4)))
         out = np.empty(points.shape[0])
         for a in range(0, points.shape[0], chunk):
-            margins = points[a:a + chunk] @ self.Z.T
+            if self.is_sparse:
+                margins = (self.Z @ points[a:a + chunk].T).T
+            else:
+                margins = points[a:a + chunk] @ self.Z.T
             out[a:a + chunk] = [logistic_loss_terms(row).mean() for row in margins]
         return out
 
@@ -208,8 +302,16 @@ class LogisticProblem:
 
         Per block of rows and per run: m = Z_b w (gemv), then g -= Z_b^T sigma(-m) while the
         block is still in cache. Each run's bits depend only on its own w and the block size.
+
+        Sparse Z: M = Z W^T and G = -(Z^T sigma(-M))^T / n, two sparse products (CSR, then its
+        CSC transpose) whose output columns are accumulated independently: a run's bits depend
+        only on its own w.
         """
         n, d = self.n, self.d
+        if self.is_sparse:
+            M = self.Z @ W.T
+            G = self.Z.T @ special.expit(-M)
+            return M, np.ascontiguousarray(-G.T) / n
         Mt = np.empty((W.shape[0], n))
         G = np.zeros((W.shape[0], d))
         block = row_block(d)
@@ -234,8 +336,10 @@ class LogisticProblem:
         m_b = Z_b w are computed in the pass, c = SOI coefficient of m_b, and -Z_b^T sigma(-m_b)
         is accumulated while the block is in cache. Each block is scaled by sqrt(c) into a small
         reused buffer and accumulated with SYRK (upper triangle), so no copy of Z is made.
-        Returns (gram, gradient sum or None, margins or None).
+        Returns (gram, gradient sum or None, margins or None). Sparse Z: :meth:`_sparse_gram_pass`.
         """
+        if self.is_sparse:
+            return self._sparse_gram_pass(coef, w, kind)
         count, d = self.Z.shape
         block = row_block(d, GRAM_BLOCK_BYTES)
         work = self._gram_buffer()
@@ -258,6 +362,24 @@ class LogisticProblem:
             upper = blas.dsyrk(1.0, scaled.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
         gram = np.triu(upper) + np.triu(upper, 1).T
         return gram, g, m
+
+    def _sparse_gram_pass(self, coef: np.ndarray | None, w: np.ndarray | None, kind: str | None):
+        """:meth:`_gram_pass` for sparse Z, with sparse products only.
+
+        m = Z w and the gradient sum -Z^T sigma(-m) (given w; then c = SOI coefficient of m), and
+        sum_i c_i z_i z_i^T = R^T R with R = diag(sqrt(c)) Z (Z's pattern, entries scaled): one
+        sparse product of at most d x d entries, made dense, its upper triangle mirrored (exactly
+        symmetric, as the dense pass). Nothing of size n x d is formed.
+        """
+        Z = self.Z
+        g = m = None
+        if w is not None:
+            m = Z @ w
+            g = -(Z.T @ special.expit(-m))
+            coef = SOI_COEFFICIENTS[kind](m)
+        R = sp.csr_matrix((Z.data * np.sqrt(coef)[_row_ids(Z)], Z.indices, Z.indptr), shape=Z.shape)
+        upper = np.triu((R.T @ R).toarray())
+        return upper + np.triu(upper, 1).T, g, m
 
     def weighted_gram(self, coef: np.ndarray) -> np.ndarray:
         """(1/n) Z^T diag(coef) Z for coef >= 0 (blocked SYRK, see :meth:`_gram_pass`)."""
