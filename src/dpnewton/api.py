@@ -10,7 +10,12 @@ from .algorithms import RunResult
 from .algorithms.optimum import find_optimum
 from .experiment import DEFAULT_CONVERSION, result_record, run_algorithm
 from .loss import LogisticProblem
-from .privacy import PrivacyLedger, default_delta
+from .privacy import PrivacyLedger
+from .privacy.neighbouring import LIBRARY_RELATION, default_delta
+
+
+DATASET_NAME = "user"
+"""The dataset name of a seeded run on a user's arrays (part of its seed stream, :mod:`dpnewton.seeding`)."""
 
 
 @dataclass
@@ -22,9 +27,13 @@ class FitResult:
 
 
 def fit(X, y, algorithm: str, epsilon: float, delta: float | None = None, iterations: int = 10,
-        seed: int | None = None, conversion: str = DEFAULT_CONVERSION, dataset: str = "user",
-        excess_loss: bool = True, **hyper) -> FitResult:
+        seed: int | None = None, conversion: str = DEFAULT_CONVERSION, dataset: str = DATASET_NAME,
+        excess_loss: bool = True, neighbouring: str = LIBRARY_RELATION, **hyper) -> FitResult:
     """Fit ``algorithm`` privately on (X, y), y in {-1, +1}; rows are projected to the unit ball.
+
+    The weights are (epsilon, delta)-DP under ``neighbouring`` (default ``add-remove``: adding or
+    removing one row, n private; :mod:`dpnewton.privacy.neighbouring`); delta=None means the
+    relation's default (1e-5 under add-remove, n^-2 when n is public).
 
     Returns the weights (for the projected rows z_i = y_i x_i / max(1, ||x_i||), i.e. predict
     sign(<x, w>)), the privacy ledger and a record with epsilon, delta, rho and the conversion.
@@ -38,6 +47,6 @@ def fit(X, y, algorithm: str, epsilon: float, delta: float | None = None, iterat
         opt = find_optimum(problem)
         problem.set_optimum(opt.w, opt.loss)
     (res,) = run_algorithm(problem, dataset, algorithm, epsilon, [seed], [iterations], delta=delta,
-                           conversion=conversion, hyper=hyper)
-    delta_used = default_delta(problem.n) if delta is None else delta
+                           conversion=conversion, hyper=hyper, neighbouring=neighbouring)
+    delta_used = default_delta(neighbouring, problem.n) if delta is None else delta
     return FitResult(res.w, res.ledger, result_record(res, conversion, epsilon, delta_used), res)

@@ -45,6 +45,7 @@ The paper's profile is therefore also valid here, slightly looser (the differenc
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -98,8 +99,10 @@ def lambda_for_share(epsilon_obj: float, share: float, beta: float = 0.25) -> fl
     return beta / math.expm1(share * epsilon_obj)
 
 
+@functools.lru_cache(maxsize=1024)
 def calibrate_sigma(epsilon: float, delta: float, lam: float, L: float = 1.0, beta: float = 0.25) -> float:
     """The smallest sigma (to ~1e-12 relative) with objpert_delta(epsilon, sigma, lam) <= delta.
+    A pure function of its arguments, cached (every run of a cell calibrates the same sigma).
 
     delta_op decreases in sigma (mu = L/sigma: the bound U shrinks pointwise), from 1 at sigma -> 0 to
     (1 - exp(epsilon - eps0))_+ at sigma -> inf; a root exists iff epsilon > eps0. Brent on log sigma,
@@ -124,6 +127,7 @@ def calibrate_sigma(epsilon: float, delta: float, lam: float, L: float = 1.0, be
     return sigma
 
 
+@functools.lru_cache(maxsize=1024)
 def gaussian_mu_for(epsilon: float, delta: float) -> float:
     """The largest mu = sensitivity/sigma of a Gaussian release that is (epsilon, delta)-DP (exact,
     the GDP profile; mu = sqrt(2 rho) of the ``gdp`` conversion, docs/algorithms.md §6.3)."""
