@@ -27,7 +27,8 @@ OUT = Path(__file__).parent / "results" / "small_n_audit.csv"
 
 
 def variants(algorithm: str) -> tuple[str, ...]:
-    """``public-n`` only where the noise reads n (the zCDP methods; objpert's n-dependence is its 1e-12 solver slack)."""
+    """``public-n`` only where the noise reads n: the zCDP methods (objpert's public-n rule differs only by
+    its 1e-12 solver slack)."""
     return ("none", "public-n", "overspend") if get_algorithm(algorithm).plan is not None else ("none", "overspend")
 
 

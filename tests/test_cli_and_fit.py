@@ -21,7 +21,10 @@ def test_fit_returns_weights_and_ledger():
     res = dpnewton.fit(X, y, algorithm="hess-clip", epsilon=1.0, iterations=5, seed=3)
     assert res.weights.shape == (4,)
     assert res.ledger.spent_rho == pytest.approx(res.record["rho"], rel=1e-12)
-    assert res.record["delta"] == pytest.approx(1 / 500**2)
+    assert res.record["delta"] == 1e-5 and res.record["neighbouring"] == "add-remove"   # the library's
+    paper = dpnewton.fit(X, y, algorithm="hess-clip", epsilon=1.0, iterations=5, seed=3,
+                         neighbouring="add-remove-public-n")
+    assert paper.record["delta"] == pytest.approx(1 / 500**2) and not np.array_equal(paper.weights, res.weights)
     again = dpnewton.fit(X, y, algorithm="hess-clip", epsilon=1.0, iterations=5, seed=3)
     assert np.array_equal(res.weights, again.weights)
     assert np.mean(np.sign(X @ res.weights) == y) > 0.8
@@ -43,7 +46,7 @@ def test_cli_run_synthetic(tmp_path, capsys):
     assert REQUIRED <= set(record)
     assert record["ledger_rho_total"] == pytest.approx(record["rho"], rel=1e-12)
     assert sum(e["rho"] for e in record["ledger"]) == pytest.approx(record["rho"], rel=1e-12)
-    assert record["delta"] == pytest.approx(1e-8)
+    assert record["delta"] == 1e-5 and record["neighbouring"] == "add-remove"
 
 
 @pytest.mark.parametrize("args,message", [
@@ -151,7 +154,7 @@ def test_save_model_and_predict_round_trip(tmp_path, capsys, suffix):
 
     y = np.where(labels == "spam", 1.0, -1.0)
     problem = LogisticProblem.from_xy(np.hstack([np.ones((500, 1)), X]), y)
-    (replay,) = run_algorithm(problem, "custom", "qu-clip", 2.0, [5], [4])
+    (replay,) = run_algorithm(problem, "custom", "qu-clip", 2.0, [5], [4], neighbouring="add-remove")
     np.testing.assert_allclose(model.coef, replay.w[1:], rtol=1e-12)
     assert model.intercept == pytest.approx(replay.w[0], rel=1e-12)
 

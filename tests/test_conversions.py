@@ -105,3 +105,39 @@ def test_bad_arguments_name_the_argument(kwargs, match):
 
 def test_all_conversions_listed():
     assert set(CONVERSIONS) == {"paper", "bs16", "cks", "gdp", "official-fsolve"}
+
+
+@pytest.mark.parametrize("conversion", ["paper", "bs16", "cks", "gdp", "official-fsolve"])
+def test_every_conversion_answers_or_refuses_at_extreme_inputs(conversion):
+    """Never a hang or an OverflowError: a positive finite rho, or a ValueError naming the request."""
+    import signal
+
+    def expire(signum, frame):
+        raise TimeoutError("conversion still running after 10 s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, 10)
+    try:
+        for eps in (5e-324, 1e-300, 1e-12, 0.01, 1.0, 50.0, 1e300):
+            for delta in (1e-300, 1e-5, 0.5, 0.99):
+                try:
+                    rho = epsilon_to_rho(eps, delta, conversion)
+                except ValueError as exc:
+                    assert f"epsilon={eps!r}, delta={delta!r}, conversion={conversion!r}" in str(exc)
+                else:
+                    assert np.isfinite(rho) and rho > 0, (eps, delta, rho)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("delta", [1e-5, 0.5])
+def test_bs16_floor_is_the_smallest_representable_epsilon(delta):
+    floor = delta**2 / np.pi
+    with pytest.raises(ValueError, match=r"below .* = delta\^2/pi.*use epsilon >= .*'cks' or 'gdp'"):
+        epsilon_to_rho(floor * (1 - 1e-9), delta, "bs16")
+    assert epsilon_to_rho(floor, delta, "bs16") == floor
+    rho = epsilon_to_rho(floor * 1.01, delta, "bs16")
+    assert floor <= rho and rho_to_epsilon(rho, delta, "bs16") <= floor * 1.01
+    # the tight conversions represent every epsilon > 0
+    assert epsilon_to_rho(floor * 1e-3, delta, "cks") > 0

@@ -8,18 +8,25 @@ Errors in the arguments or the data end the command with exit status 2 and a one
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import errno
+import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
-from .algorithms import get_algorithm
-from .experiment import DEFAULT_CONVERSION, result_record, run_algorithm, validate_run_arguments
+from .algorithms import build_config, get_algorithm
+from .experiment import (DEFAULT_CONVERSION, check_relation_supported, result_record, run_algorithm,
+                         validate_run_arguments)
 from .floor import SHORT_LABEL, dataset_floor
 from .io import to_json
 from .model import SUFFIXES, LinearModel
-from .privacy import CONVERSIONS, check_epsilon_delta, default_delta, epsilon_to_rho
+from .privacy import CONVERSIONS, check_epsilon_delta, epsilon_to_rho
+from .privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_DELTA, LIBRARY_RELATION, RELATIONS, default_delta
 
 
 def _hyper_value(text: str):
@@ -41,22 +48,136 @@ def _parse_hyper(items: list[str]) -> dict:
     return hyper
 
 
+#: what a --hyper value of each annotated type must look like
+_HYPER_KINDS = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a word"}
+
+
+def _check_hyper(algorithm: str, hyper: dict) -> None:
+    """Build ``algorithm``'s configuration from the --hyper values, without data: an unknown key, a
+    value of the wrong type (checked against the configuration's field annotation) or a value its
+    ``validated()`` rejects is a ValueError naming the key."""
+    found = get_algorithm(algorithm).config
+    if found is None:
+        return
+    cls, fixed = found
+    types = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+             for f in dataclasses.fields(cls)}
+    for key, value in hyper.items():
+        kinds = [k for k in _HYPER_KINDS if k in re.findall(r"\w+", types.get(key, ""))]
+        if not kinds:
+            continue  # unknown key (build_config names it) or a type the command line cannot spell
+        fits = {"bool": isinstance(value, bool),
+                "int": isinstance(value, int) and not isinstance(value, bool),
+                "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+                "str": isinstance(value, str)}
+        if not any(fits[k] for k in kinds):
+            raise ValueError(f"--hyper {key}={value}: {algorithm}'s {key} takes "
+                             f"{' or '.join(_HYPER_KINDS[k] for k in kinds)} ({types[key]}), not {value!r}")
+    try:
+        build_config(cls, hyper, fixed)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"--hyper {' '.join(f'{k}={v}' for k, v in hyper.items())}: {exc}") from None
+
+
+#: bytes a run allocates per iteration: excess losses, update times, the loss curve (float64) and
+#: the loss mask (bool) of iterates 0..T (dpnewton.algorithms.base)
+RUN_BYTES_PER_ITERATION = 3 * 8 + 1
+
+
+def _run_bytes(algorithm: str, iterations: int, n: int = 0, d: int = 0) -> int:
+    """Memory a run of T iterations allocates beyond the data: the per-iteration records, the averaging
+    sums of w and Z w (d + n floats) and, for minibatch methods, their kept iterates ((T+1) x d floats)."""
+    kept = algorithm == "dp-sgd" or algorithm.startswith("minibatch-")
+    return (iterations + 1) * (RUN_BYTES_PER_ITERATION + (8 * d if kept else 0)) + 8 * (n + d)
+
+
+def _check_run_memory(algorithm: str, iterations: int, n: int = 0, d: int = 0) -> None:
+    """Refuse (ValueError with the estimate) a run whose T-dependent buffers exceed the memory budget."""
+    from .data.validate import check_memory
+
+    if not get_algorithm(algorithm).iterative:
+        return  # one-shot methods ignore T
+    check_memory(_run_bytes(algorithm, iterations, n, d),
+                 f"-T {iterations}: a {algorithm} run of {iterations} iterations" + (f" on d={d}" if d else ""),
+                 "use a smaller -T", error=ValueError)
+
+
+def _check_writable(path: str, option: str) -> None:
+    """Refuse an output file that cannot be created, before any work: its folder must exist and take a
+    new file (tried with an empty temporary file, removed at once)."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise ValueError(f"{option} {path} is a directory; give a file name in it, e.g. {target / 'model.json'}")
+    folder = target.parent
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise ValueError(f"{option} {path}: {existing} is a file, not a folder; choose a path in an existing folder")
+    if existing != folder:
+        raise ValueError(f"{option} {path}: the folder {folder} does not exist; create it first (mkdir -p {folder})")
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ValueError(f"{option} {path}: cannot create a file in {folder} ({exc.strerror}); "
+                         "choose a folder you can write to") from None
+
+
+def _os_error_message(exc: OSError) -> str:
+    """One line for an operating-system error: the file, what went wrong, the fix."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    if isinstance(exc, PermissionError):
+        fix = "check the permissions of that path (or choose another one)"
+    elif isinstance(exc, IsADirectoryError):
+        fix = "it is a directory: pass a file"
+    elif isinstance(exc, NotADirectoryError):
+        fix = "a part of the path is a file, not a folder: fix the path"
+    elif exc.errno == errno.ENOSPC:
+        fix = "free disk space or choose another --cache-dir"
+    elif exc.errno == errno.EPIPE:
+        fix = "the output was closed before the command finished"
+    else:
+        fix = "check the path and the disk"
+    return f"{where}{exc.strerror or exc}; {fix}"
+
+
 def _cmd_run(args) -> int:
     # imported on use: dpnewton.problems imports dpnewton.data (~30 ms at start-up), which only the data commands need
     from .problems import load_problem_from_prepared, prepare_source
 
     # fail on bad arguments before any data work
     get_algorithm(args.algorithm)
-    validate_run_arguments(args.epsilon, args.delta, args.iterations, args.conversion)
+    validate_run_arguments(args.epsilon, args.delta, args.iterations, args.conversion, args.neighbouring)
+    check_relation_supported(args.algorithm, args.neighbouring)
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed {args.seed} must be an integer >= 0 (omit --seed for fresh randomness)")
+    hyper = _parse_hyper(args.hyper)
+    _check_hyper(args.algorithm, hyper)
+    if args.delta is not None:
+        epsilon_to_rho(args.epsilon, args.delta, args.conversion)
+    _check_run_memory(args.algorithm, args.iterations)
     if args.save_model and not args.save_model.endswith(SUFFIXES):
         raise ValueError(f"--save-model {args.save_model}: the file must end in {' or '.join(SUFFIXES)}")
+    if args.save_model:
+        _check_writable(args.save_model, "--save-model")
+    layout = {k: v for k, v in (("format", args.format), ("label_column", args.label_column)) if v is not None}
+    if layout and args.dataset is not None:
+        raise ValueError(f"--format and --label-column apply to --data files only; --dataset {args.dataset} "
+                         "has a fixed layout: drop them")
+    if args.format == "libsvm" and args.label_column is not None:
+        raise ValueError("--label-column applies to CSV files only (a LIBSVM label is the first field of each "
+                         "line): drop it or pass --format csv")
     prepared = prepare_source(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
-                              cache_dir=args.cache_dir)
+                              cache_dir=args.cache_dir, **layout)
+    _check_run_memory(args.algorithm, args.iterations, prepared.n, prepared.d)
     problem = load_problem_from_prepared(prepared.path)
     name = args.dataset or "custom"
     (res,) = run_algorithm(problem, name, args.algorithm, args.epsilon, [args.seed], [args.iterations],
-                           delta=args.delta, conversion=args.conversion, hyper=_parse_hyper(args.hyper))
-    delta = default_delta(problem.n) if args.delta is None else args.delta
+                           delta=args.delta, conversion=args.conversion, hyper=hyper,
+                           neighbouring=args.neighbouring)
+    delta = default_delta(args.neighbouring, problem.n) if args.delta is None else args.delta
     record = result_record(res, args.conversion, args.epsilon, delta)
     record["n"], record["d"] = problem.n, problem.d
     if args.ledger or args.save_model:
@@ -79,6 +200,8 @@ def _cmd_predict(args) -> int:
     label_column = args.label_column if args.label_column is not None else model.training.get("label_column")
     fmt = args.format or model.training.get("format")
     path = Path(args.data)
+    if path.is_dir():
+        raise ValueError(f"--data {path} is a directory, not a data file; pass the path of a file inside it")
     if not path.is_file():
         raise FileNotFoundError(f"data file {path} not found")
     _, X, raw, _ = read_table(path, fmt if fmt in ("csv", "libsvm") else None,
@@ -117,10 +240,11 @@ def _cmd_floor(args) -> int:
         raise ValueError(f"--epsilon {args.epsilon!r} must be > 0")
     if args.delta is not None:
         check_epsilon_delta(args.epsilon, args.delta)
+        epsilon_to_rho(args.epsilon, args.delta, args.conversion)
     prepared = prepare_source(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
                               cache_dir=args.cache_dir)
     problem = load_problem_from_prepared(prepared.path)
-    delta = default_delta(problem.n) if args.delta is None else args.delta
+    delta = default_delta(BENCHMARK_RELATION, problem.n) if args.delta is None else args.delta
     rec = dataset_floor(problem, args.epsilon, delta, args.conversion)
     record = {"dataset": args.dataset or "custom", "epsilon": rec["epsilon"], "delta": rec["delta"],
               "conversion": rec["conversion"], "rho": rec["rho"], "ridge_floor": rec["ridge_floor"],
@@ -147,18 +271,47 @@ def _cmd_conversions(args) -> int:
     return 0
 
 
+RUN_DATA_LAYOUT = """\
+data file layout (--data; format from the file name or --format):
+  CSV     one example per row, comma-separated (.tsv: tab-separated), UTF-8, optionally
+          gzipped. The label is the last column unless --label-column names another
+          (header name or 0-based index); every other column is a numeric feature. The
+          first row is a header when any of its fields is not a number. Blank lines are
+          skipped; every row has the same number of fields; no missing or infinite values.
+  LIBSVM  'label index:value ...' per line, indices 1-based and increasing.
+  labels  exactly two distinct values of any kind (0/1, -1/+1, no/yes): the smaller one
+          (numerically, else alphabetically) is class -1, the larger +1; a model saved
+          with --save-model predicts the original values.
+  A bias column of ones is prepended, and rows (bias included) longer than 1 are scaled
+  onto the unit ball, which the privacy analysis needs; features are not standardised.
+  The prepared copy is cached in --cache-dir."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpnewton", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dpnewton {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run one private optimizer and print a JSON record")
+    run = sub.add_parser("run", help="run one private optimizer and print a JSON record",
+                         description="Run one private optimizer on a named dataset or a file of your own and "
+                                     "print its JSON record.",
+                         epilog=RUN_DATA_LAYOUT, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = run.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset", help="a named dataset (see `dpnewton prepare --help`)")
-    src.add_argument("--data", help="a LIBSVM or CSV file of your own")
+    src.add_argument("--data", help="a LIBSVM or CSV file of your own (layout below)")
+    run.add_argument("--format", choices=("csv", "libsvm"), default=None,
+                     help="format of --data (default: from the file name: .csv/.tsv or .svm/.libsvm/.svmlight, "
+                          "optionally .gz)")
+    run.add_argument("--label-column", default=None, metavar="COLUMN",
+                     help="CSV label column: a header name or a 0-based index, negative from the end "
+                          "(default: the last column)")
     run.add_argument("--algorithm", required=True)
     run.add_argument("--epsilon", type=float, required=True)
-    run.add_argument("--delta", type=float, default=None, help="default n^-2")
+    run.add_argument("--delta", type=float, default=None,
+                     help=f"default {LIBRARY_DELTA:g} under add-remove, n^-2 under add-remove-public-n")
+    run.add_argument("--neighbouring", default=LIBRARY_RELATION, choices=RELATIONS,
+                     help=f"neighbouring relation of the guarantee (default {LIBRARY_RELATION}: adding or removing "
+                          f"a row, n private; {BENCHMARK_RELATION}: n public, the paper's convention)")
     run.add_argument("--iterations", "-T", type=int, required=True)
     run.add_argument("--seed", type=int, default=None,
                      help="fixed seed, for benchmarking only (the noise becomes predictable); "
@@ -227,7 +380,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"dpnewton {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:
+        message = str(exc)
+    except OSError as exc:  # unreadable or unwritable files, a directory for a file, a full disk
+        message = _os_error_message(exc) if exc.filename or not isinstance(exc, FileNotFoundError) else str(exc)
+    except MemoryError:
+        message = "out of memory; use a smaller data file or a smaller -T, or a machine with more memory"
+    print(f"dpnewton {args.command}: error: {' '.join(message.splitlines())}", file=sys.stderr)
+    return 2
 

@@ -68,8 +68,12 @@ def compute_optimum(prepared: Path, out_npz: Path | None = None, out_json: Path 
     if test is not None:
         summary.update(holdout=fraction, n_test=test.n, train_accuracy=problem.accuracy(opt.w),
                        **heldout_metrics(test, opt.w))
-    atomic_write_npz(out_npz, w=opt.w, loss=np.array(opt.loss))
-    atomic_write_json(out_json, summary)
+    try:
+        atomic_write_npz(out_npz, w=opt.w, loss=np.array(opt.loss))
+        atomic_write_json(out_json, summary)
+    except OSError as exc:
+        raise ValueError(f"cannot write the optimum cache {out_npz} ({exc.strerror or exc}); "
+                         "choose a writable --cache-dir (or --out)") from None
     return summary
 
 

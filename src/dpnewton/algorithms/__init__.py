@@ -12,6 +12,7 @@ return its results with ``train_accuracy`` set (:func:`with_train_accuracy`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -56,11 +57,19 @@ class AlgorithmSpec:
     #: the neighbouring relations its noise calibration covers (:mod:`dpnewton.privacy.neighbouring`)
     relations: tuple[str, ...] = (BENCHMARK_RELATION,)
 
+    @property
+    def config(self) -> tuple[type, dict] | None:
+        """(configuration class, fields fixed by the name) of a :func:`runner`-built run, else None."""
+        return getattr(self.run, "config", None)
+
 
 def runner(config_cls, run_fn, **fixed):
-    """``run(problem, contexts, hyper)`` that builds ``config_cls`` from hyper (+ fixed fields)."""
+    """``run(problem, contexts, hyper)`` that builds ``config_cls`` from hyper (+ fixed fields); its
+    ``config`` attribute is (config_cls, fixed), so a configuration can be checked without data
+    (:attr:`AlgorithmSpec.config`)."""
     def run(problem, contexts, hyper):
         return run_fn(problem, contexts, build_config(config_cls, hyper, fixed))
+    run.config = (config_cls, dict(fixed))
     return run
 
 
@@ -76,6 +85,7 @@ def with_train_accuracy(run):
     (:mod:`.base`) take it from the final iterate's margins; for results without it (one-shot,
     cubic and minibatch methods, whose final evaluation computes no margins) it is
     ``problem.accuracy(w)``, computed here, after the timed updates."""
+    @functools.wraps(run)    # keeps ``config``
     def run_with_accuracy(problem, contexts, hyper):
         results = run(problem, contexts, hyper)
         for res in results:

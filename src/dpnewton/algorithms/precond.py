@@ -24,7 +24,8 @@ precond_frac rho / R each, and lambda follows their noise scale. A per-record SO
 c(m) z z^T/n with c <= 1/4, so the sensitivity below holds for every release.
 
 Sensitivity of the curvature release: one added or removed row changes B by z z^T/(4n) (n public,
-docs/algorithms.md §6.1; under ``add-remove`` n is the released count N and B = Z^T Z/(4N)), whose Frobenius norm is ||z||^2/(4n) <= 1/(4n). The released vector is
+docs/algorithms.md §6.1; under ``add-remove`` n is the released count N and B = Z^T Z/(4N)), whose
+Frobenius norm is ||z||^2/(4n) <= 1/(4n). The released vector is
 the upper triangle u(B) = (B_ij)_{i <= j}; ||u(z z^T)||^2 = (||z||^4 + sum_i z_i^4)/2 <= ||z||^4, so
 its L2 sensitivity is also <= 1/(4n), attained by an axis-aligned unit row (z = e_k: u(z z^T) has the
 single entry 1/(4n)). The noise is calibrated to that 1/(4n), which is exact for the upper-triangle

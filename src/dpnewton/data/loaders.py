@@ -33,7 +33,7 @@ import numpy as np
 from scipy.special import expit
 
 from .errors import DatasetError
-from .readers import open_text, read_csv, read_idx, read_libsvm, read_npy
+from .readers import open_text, os_error, read_csv, read_idx, read_libsvm, read_npy
 from .registry import DatasetSpec, SourceFile
 from .sources import (
     ResolvedFile,
@@ -95,9 +95,16 @@ def resolve_custom(spec: DatasetSpec, ctx: Context, opts: dict) -> dict[str, Res
     if not f:
         raise DatasetError("dataset 'custom' needs file=PATH (CLI: prepare custom --file my.csv)")
     p = Path(f).expanduser()
+    if p.is_dir():
+        raise DatasetError(f"custom data file {str(p)!r} is a directory, not a data file; "
+                           "pass the path of a file inside it")
     if not p.is_file():
         raise DatasetError(f"custom data file {str(p)!r} does not exist; check the path passed as file=")
-    return {"data": ResolvedFile(p.resolve(), sha256_file(p), "user", False)}
+    try:
+        digest = sha256_file(p)
+    except OSError as exc:
+        raise os_error(p, exc) from None
+    return {"data": ResolvedFile(p.resolve(), digest, "user", False)}
 
 
 def resolve_protein(spec: DatasetSpec, ctx: Context, opts: dict) -> dict[str, ResolvedFile]:
@@ -340,7 +347,8 @@ def read_table(path: Path, fmt: str | None = None, label_column=None, n_features
         label_column = col if header is None else header[col]
     elif fmt == "libsvm":
         if label_column is not None:
-            raise DatasetError("label_column applies to CSV files only; LIBSVM labels are the first field")
+            raise DatasetError(f"{path}: a label column applies to CSV files only (a LIBSVM label is the first "
+                               "field of its line); drop label_column (CLI: --label-column)")
         X, raw = read_libsvm(path, n_features)
     else:
         raise DatasetError(f"unknown format {fmt!r} for {path}; use 'csv' or 'libsvm'")

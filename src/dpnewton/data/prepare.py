@@ -172,7 +172,8 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
             cache_key=np.array(cache_key)))
         _atomic_write(side, lambda fh: fh.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode()))
     except OSError as exc:
-        raise DatasetError(f"cannot write {out_path} / {side}: {exc}; choose a writable --out or cache_dir") from None
+        raise DatasetError(f"cannot write {out_path} / {side}: {exc}; "
+                           "choose a writable --out or --cache-dir (cache_dir)") from None
     return PreparedDataset(name, X, y, meta, out_path)
 
 

@@ -1,7 +1,9 @@
 """File-format parsers (LIBSVM, CSV, IDX, parquet, whitespace tables).
 
-Each parser turns low-level failures (truncated gzip, malformed lines, ragged
-rows) into :class:`DatasetError` naming the file.
+Each parser turns low-level failures (unreadable file, truncated gzip, text that is not UTF-8,
+malformed lines, ragged rows) into :class:`DatasetError` naming the file. Files are read in
+bounded chunks: content larger than the memory budget, or a line longer than
+:data:`MAX_LINE_BYTES` (both after gunzip), is refused before it is held in memory.
 """
 
 from __future__ import annotations
@@ -9,14 +11,32 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
 import zlib
 from pathlib import Path
 
 import numpy as np
 
 from .errors import DatasetError
+from .validate import MEMORY_SHARE, check_memory, format_bytes, memory_budget
 
 _CORRUPT = (EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError)
+
+#: the longest line a text data file may have (after gunzip): 2.8 million 24-byte fields
+MAX_LINE_BYTES = 64 * 2**20
+_CHUNK = 1 << 20
+
+
+def os_error(path, exc: OSError) -> DatasetError:
+    """The DatasetError for a data file that cannot be opened or read (says which, and the fix)."""
+    if isinstance(exc, IsADirectoryError) or Path(path).is_dir():
+        return DatasetError(f"{path} is a directory, not a data file; pass the path of a file inside it")
+    if isinstance(exc, FileNotFoundError):
+        return DatasetError(f"data file {path} does not exist; check the path")
+    if isinstance(exc, PermissionError):
+        return DatasetError(f"cannot read {path}: permission denied; make it readable (chmod u+r {path}) "
+                            "or copy it somewhere you can read")
+    return DatasetError(f"cannot read {path}: {exc.strerror or exc}; check the file and its disk")
 
 
 def open_text(path: Path):
@@ -28,33 +48,100 @@ def open_text(path: Path):
     return open(path, encoding="utf-8", newline="")
 
 
-def read_bytes_maybe_gzip(path: Path) -> bytes:
+def read_limited(path: Path, max_line: int | None = None) -> bytes:
+    """The bytes of a file, gunzipped when it starts with the gzip magic, read in chunks of at most
+    1 MiB (and at most ``max_line``).
+
+    Refused with :class:`DatasetError` as soon as the content exceeds the memory budget
+    (:func:`~dpnewton.data.validate.memory_budget`) or a line exceeds ``max_line`` bytes, so a
+    small gzip that expands to gigabytes fails after reading at most that much.
+    """
+    budget = memory_budget()
+    step = _CHUNK if max_line is None else max(1, min(_CHUNK, max_line))
+    gz = False
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        return data
+        with open(path, "rb") as raw:
+            gz = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            if not gz and budget is not None and os.fstat(raw.fileno()).st_size > budget:
+                raise DatasetError(
+                    f"{path}: {format_bytes(os.fstat(raw.fileno()).st_size)} is more than "
+                    f"{format_bytes(budget)} ({MEMORY_SHARE:.0%} of this machine's memory), too large to load; "
+                    "use a smaller file or a machine with more memory")
+            fh = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+            chunks: list[bytes] = []
+            total = line = newlines = 0
+            while chunk := fh.read(step):
+                total += len(chunk)
+                if budget is not None and total > budget:
+                    raise DatasetError(
+                        f"{path}: {'decompresses to' if gz else 'holds'} more than {format_bytes(budget)} "
+                        f"({MEMORY_SHARE:.0%} of this machine's memory), too large to load; use a smaller file "
+                        "or a machine with more memory")
+                if max_line is not None:  # line: bytes since the last line break (lines inside a chunk are shorter)
+                    last = chunk.rfind(b"\n")
+                    if last >= 0:
+                        if line + chunk.find(b"\n") > max_line:
+                            break
+                        newlines += chunk.count(b"\n")
+                        line = 0
+                    line += len(chunk) - last - 1
+                    if line > max_line:
+                        break
+                chunks.append(chunk)
+            else:
+                return b"".join(chunks)
+            raise DatasetError(
+                f"{path}: line {newlines + 1} is longer than {format_bytes(max_line)}{' after gunzip' if gz else ''}; "
+                "no table row is that long: check that this is the intended data file and that its rows end "
+                "in line breaks")
     except _CORRUPT as exc:
         raise DatasetError(
             f"{path}: truncated or corrupt gzip data ({exc}); delete the file and obtain a complete copy"
         ) from None
+    except OSError as exc:
+        raise os_error(path, exc) from None
+
+
+def read_bytes_maybe_gzip(path: Path) -> bytes:
+    """The bytes of a file, gunzipped when it is gzip (:func:`read_limited`, no line limit)."""
+    return read_limited(path)
+
+
+def decode_text(path: Path, data: bytes) -> str:
+    """``data`` as UTF-8 text (a UTF-8 byte-order mark is dropped); anything else is a DatasetError
+    that says the file is not UTF-8 and how to convert it."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        reason, source = "it starts with a UTF-16 byte-order mark", "UTF-16"
+    elif b"\x00" in data:
+        reason, source = "it contains NUL bytes, as UTF-16 text and binary files do", "UTF-16"
+    else:
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            reason, source = f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not valid UTF-8", "LATIN1"
+    raise DatasetError(f"{path}: not UTF-8 text ({reason}); convert it to UTF-8, e.g. "
+                       f"iconv -f {source} -t UTF-8 {Path(path).name} > converted{Path(path).suffix}")
 
 
 def read_libsvm(path: Path, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Dense float64 features and float64 raw labels of a LIBSVM/svmlight file."""
     from sklearn.datasets import load_svmlight_file  # imported on use: scikit-learn costs ~0.6 s at start-up
 
-    data = read_bytes_maybe_gzip(path)
+    data = read_limited(path, MAX_LINE_BYTES)
     if not data.strip():
         raise DatasetError(f"{path}: zero rows (empty file); check that the file is complete and non-empty")
+    decode_text(path, data)  # a UTF-16 file is named as such, not as malformed LIBSVM
     try:
         X, y = load_svmlight_file(io.BytesIO(data), n_features=n_features, dtype=np.float64)
-    except (ValueError, RuntimeError) as exc:
+    except (ValueError, RuntimeError, OverflowError) as exc:
         raise DatasetError(
             f"{path}: not a valid LIBSVM file ({exc}); expected lines 'label index:value ...' "
             "with increasing 1-based indices" + (f" below {n_features + 1}" if n_features else "")
         ) from None
+    n, d = X.shape
+    check_memory(8.0 * n * d, f"{path}: the dense {n} x {d} float64 feature matrix",
+                 f"the largest feature index is {d}: number the features 1, 2, ... without gaps")
     return np.asarray(X.toarray(), dtype=np.float64), np.asarray(y, dtype=np.float64)
 
 
@@ -73,16 +160,12 @@ def read_csv(path: Path, label_column: int | str | None = None, delimiter: str =
     the same number of fields (blank lines are skipped).
     """
     rows: list[tuple[int, list[str]]] = []
+    text = decode_text(path, read_limited(path, MAX_LINE_BYTES))
     try:
-        with open_text(path) as fh:
-            for lineno, row in enumerate(csv.reader(fh, delimiter=delimiter), start=1):
-                if not row or all(not f.strip() for f in row):
-                    continue
-                rows.append((lineno, [f.strip() for f in row]))
-    except _CORRUPT as exc:
-        raise DatasetError(
-            f"{path}: truncated or corrupt file ({exc}); delete it and obtain a complete copy"
-        ) from None
+        for lineno, row in enumerate(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1):
+            if not row or all(not f.strip() for f in row):
+                continue
+            rows.append((lineno, [f.strip() for f in row]))
     except csv.Error as exc:
         raise DatasetError(f"{path}: malformed CSV ({exc}); fix the quoting in the file") from None
     header = None

@@ -1,7 +1,8 @@
-"""Checks shared by every loader: finite features, non-empty, exactly two labels."""
+"""Checks shared by every loader: finite features, non-empty, exactly two labels, memory limits."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -76,3 +77,44 @@ def check_prepared(X: np.ndarray, y: np.ndarray, where: str) -> tuple[np.ndarray
     if np.unique(y).shape[0] != 2:
         raise DatasetError(f"{where}: only one label class present; binary classification needs both")
     return X, y
+
+
+#: share of physical memory one allocation may take (the rest: other copies of the data, the OS)
+MEMORY_SHARE = 0.5
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory, os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE'); None if unknown."""
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * size if pages > 0 and size > 0 else None
+
+
+def memory_budget() -> int | None:
+    """The most one allocation may take: :data:`MEMORY_SHARE` of :func:`physical_memory` (None if unknown)."""
+    total = physical_memory()
+    return None if total is None else int(total * MEMORY_SHARE)
+
+
+def format_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB' (binary units)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024.0
+    raise AssertionError("unreachable")
+
+
+def check_memory(nbytes: float, what: str, fix: str, error: type[Exception] = DatasetError) -> None:
+    """Raise ``error`` when allocating ``nbytes`` for ``what`` would exceed :func:`memory_budget`.
+
+    The message gives the estimate, the budget and ``fix``; nothing is checked where the machine's
+    memory is unknown.
+    """
+    total = physical_memory()
+    budget = None if total is None else total * MEMORY_SHARE
+    if budget is not None and nbytes > budget:
+        raise error(f"{what} would allocate about {format_bytes(nbytes)}, more than {format_bytes(budget)} "
+                    f"({MEMORY_SHARE:.0%} of this machine's {format_bytes(total)} of memory); {fix}")

@@ -5,6 +5,8 @@ rather than re-deriving it from the config."""
 
 from __future__ import annotations
 
+from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION, RELATION_TEXT
+
 
 def _list(values) -> str:
     return ", ".join(str(v) for v in values)
@@ -40,6 +42,8 @@ def protocol_markdown(p: dict) -> str:
     L = ["# Protocol of this run", "",
          f"* datasets: {_list(p['datasets'])}{dropped};",
          f"* epsilon grid: {_list(p['epsilons'])}; delta: {delta};",
+         f"* neighbouring relation: {BENCHMARK_RELATION}, {RELATION_TEXT[BENCHMARK_RELATION]} "
+         f"(the library's estimator uses {LIBRARY_RELATION}: n private);",
          f"* epsilon -> rho (zCDP) conversion: {p['conversion']} for every algorithm{studies};"]
     if p.get("holdout"):
         L.append(f"* holdout: a fraction {p['holdout']['fraction']} of each dataset's rows, split "

@@ -40,6 +40,7 @@ from scipy import optimize, special
 
 CONVERSIONS = ("paper", "bs16", "cks", "gdp", "official-fsolve")
 OFFICIAL_FSOLVE_X0 = 1e-3
+_MAX_STEPS = 2200  # bracket doublings/quarterings: more than the 2^-1074 .. 2^1024 float range needs
 
 
 def _check_conversion(conversion: str) -> None:
@@ -80,6 +81,8 @@ def _cks_optimal_order(rho: float, delta: float) -> float:
     """Root of rho (alpha-1)^2 + log(alpha delta) = 0, the minimiser of the CKS bound."""
     f = lambda a: rho * (a - 1.0) ** 2 + math.log(a) + math.log(delta)  # noqa: E731
     hi = 1.0 / delta
+    if hi > 1e150 and rho > 0:  # (hi - 1)^2 would overflow; f(1 + sqrt(log(1/delta)/rho)) >= 0 also brackets
+        hi = min(hi, 1.0 + math.sqrt(-math.log(delta) / rho))
     return optimize.brentq(f, 1.0 + 1e-15, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
@@ -103,8 +106,14 @@ def _gdp_epsilon(rho: float, delta: float) -> float:
     if _gdp_delta(0.0, mu) <= delta:
         return 0.0
     hi = 1.0
-    while _gdp_delta(hi, mu) > delta:
+    for _ in range(_MAX_STEPS):
+        if not _gdp_delta(hi, mu) > delta:
+            break
         hi *= 2.0
+    else:
+        raise OverflowError(f"no epsilon bracket below {hi:g} for mu={mu:g}")
+    if not math.isfinite(hi):
+        raise OverflowError(f"mu={mu:g} is too large to bracket epsilon in floating point")
     return optimize.brentq(lambda e: _gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
 
 
@@ -131,20 +140,48 @@ def rho_to_epsilon(rho: float, delta: float, conversion: str = "cks") -> float:
 # ---------------------------------------------------------------------------------------------
 # epsilon -> rho
 # ---------------------------------------------------------------------------------------------
+class _Unrepresentable(Exception):
+    """epsilon lies outside the range of a conversion's epsilon(rho) curve (the message says where)."""
+
+
 def _invert_monotone(fun, epsilon: float) -> float:
-    """Largest rho with fun(rho) <= epsilon for an increasing fun, by bracketing + Brent."""
-    lo, hi = 1e-300, max(epsilon, 1e-12)
-    while fun(hi) < epsilon:
+    """Largest rho with fun(rho) <= epsilon for an increasing fun, by bracketing + Brent.
+
+    Every search is bounded: the brackets grow or shrink by a constant factor at most
+    ``_MAX_STEPS`` times (enough to cross the whole float range); an epsilon the curve never
+    reaches raises :class:`_Unrepresentable`.
+    """
+    hi = max(epsilon, 1e-12)
+    for _ in range(_MAX_STEPS):
+        if fun(hi) >= epsilon:
+            break
         hi *= 2.0
-    # lo: shrink until fun(lo) < epsilon (fun(rho) -> 0 as rho -> 0)
+        if not math.isfinite(hi):
+            break
+    if not (math.isfinite(hi) and fun(hi) >= epsilon):
+        raise _Unrepresentable("it is above every epsilon the conversion reaches in floating point")
+    # lo: shrink until fun(lo) < epsilon (fun(rho) -> its infimum as rho -> 0)
     lo = hi
-    while fun(lo) >= epsilon:
+    for _ in range(_MAX_STEPS):
+        if fun(lo) < epsilon or lo == 0.0:
+            break
         lo /= 4.0
+    if not fun(lo) < epsilon:
+        raise _Unrepresentable(f"the smallest epsilon it represents is {fun(lo):.6g}")
     root = optimize.brentq(lambda r: fun(r) - epsilon, lo, hi, xtol=1e-300, rtol=1e-14, maxiter=1000)
-    # never grant more than the target: step down until fun(root) <= epsilon
-    while fun(root) > epsilon:
+    # never grant more than the target: step down until fun(root) <= epsilon (a few ulps at most) ...
+    for _ in range(64):
+        if fun(root) <= epsilon:
+            return float(root)
         root = np.nextafter(root, 0.0)
-    return float(root)
+    # ... else bisect between lo (fun < epsilon) and root (fun > epsilon), keeping the lower end
+    a, b = lo, float(root)
+    for _ in range(_MAX_STEPS):
+        m = 0.5 * (a + b)
+        if m in (a, b):
+            break
+        a, b = (m, b) if fun(m) <= epsilon else (a, m)
+    return float(a)
 
 
 def _official_fsolve_rho(epsilon: float, delta: float) -> tuple[float, bool]:
@@ -170,17 +207,51 @@ def epsilon_to_rho(epsilon: float, delta: float, conversion: str = "cks") -> flo
     """
     check_epsilon_delta(epsilon, delta)
     _check_conversion(conversion)
+    where = f"epsilon={epsilon!r}, delta={delta!r}, conversion={conversion!r}"
+    try:
+        rho = _epsilon_to_rho(epsilon, delta, conversion, where)
+    except _Unrepresentable as exc:
+        raise ValueError(f"{where}: epsilon cannot be represented by this conversion ({exc}); "
+                         "choose an epsilon in its range or another conversion") from None
+    except (ArithmeticError, ValueError) as exc:  # overflow, or a root bracket lost in floating point
+        if str(exc).startswith(where):
+            raise
+        raise ValueError(f"{where}: the conversion cannot be evaluated in floating point at these values "
+                         f"({type(exc).__name__}: {exc}); use a smaller epsilon or a larger delta") from None
+    if not (math.isfinite(rho) and rho > 0):
+        raise ValueError(f"{where}: rho = {rho!r} is not a positive float (epsilon is too small for floating "
+                         "point); use a larger epsilon")
+    return rho
+
+
+def _epsilon_to_rho(epsilon: float, delta: float, conversion: str, where: str) -> float:
     if conversion == "paper":
         return epsilon**2 / (4.0 * math.log(1.0 / delta) + 4.0 * epsilon)
     if conversion == "official-fsolve":
         return _official_fsolve_rho(epsilon, delta)[0]
     if conversion == "bs16":
-        floor = delta**2 / math.pi  # below this the log term is negative and the formula is void
+        floor = bs16_min_epsilon(delta)  # rho = delta^2/pi: below it the log term is negative, the bound void
+        if epsilon < floor:
+            raise ValueError(
+                f"{where}: epsilon is below {floor:.6g} = delta^2/pi, the smallest epsilon bs16 represents at "
+                f"this delta (BS16 Lemma 3.6 bottoms out at rho = delta^2/pi); use epsilon >= "
+                f"{float(f'{floor * 1.01:.3g}'):g}, a smaller delta, or conversion 'cks' or 'gdp'")
+        if epsilon == floor:
+            return floor
         fun = lambda r: _bs16_epsilon(max(r, floor), delta)  # noqa: E731
         return _invert_monotone(fun, epsilon)
     if conversion == "cks":
         return _invert_monotone(lambda r: _cks_epsilon(r, delta), epsilon)
     return _invert_monotone(lambda r: _gdp_epsilon(r, delta), epsilon)
+
+
+def bs16_min_epsilon(delta: float) -> float:
+    """The smallest epsilon the ``"bs16"`` conversion represents at ``delta``: delta^2/pi.
+
+    BS16 Lemma 3.6 gives epsilon = rho + sqrt(4 rho log(sqrt(pi rho)/delta)), whose log term is
+    negative (the bound void) below rho = delta^2/pi; there epsilon = rho = delta^2/pi.
+    """
+    return delta**2 / math.pi
 
 
 def official_fsolve_failed(epsilon: float, delta: float) -> bool:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_path, atomic_write_text
+from ...privacy.neighbouring import BENCHMARK_RELATION
 from ..frontier import MEASURE_LABELS, members
 from .beyond import TARGETS, speed_misses, target_counts
 from .cells import SETTINGS
@@ -92,7 +93,9 @@ def _introduction(extra: dict, p: dict, baseline: pd.DataFrame) -> list[str]:
             "the same under a and c. Under b it runs at zcdp_to_eps(rho, delta) of the official rho, the epsilon "
             "the older official driver passed to it (the nominal epsilon where fsolve converges).", "",
             f"Datasets: {', '.join(p.get('datasets', sorted(baseline['dataset'])))}; epsilons "
-            f"{', '.join(map(str, p.get('epsilons', [])))}; delta = n^-2; {p.get('n_seeds', '?')} seeds. "
+            f"{', '.join(map(str, p.get('epsilons', [])))}; delta = n^-2; neighbouring: {BENCHMARK_RELATION} "
+            "(add or remove one row, n public: the paper's convention); "
+            f"{p.get('n_seeds', '?')} seeds. "
             f"{OFFLINE_DATASET.capitalize()} is not reproducible offline (its raw features file is not in the shared "
             "data and downloads are off): its claims (Figure 1, Table 1 row) are evaluated on the analogous "
             "available datasets.", ""]
