@@ -323,14 +323,15 @@ def test_save_model_into_a_folder_that_cannot_be_written(tmp_path, csv, capsys, 
 ])
 def test_bad_hyper_is_refused_before_the_data(tmp_path, csv, capsys, algorithm, hyper, needles):
     cache = tmp_path / "cache"
-    refused(cli(capsys, *run_args(csv, cache, "--hyper", hyper, algorithm=algorithm)), *needles)
+    refused(cli(capsys, *run_args(csv, cache, "--hyper", hyper, *PAPER, algorithm=algorithm)), *needles)
     assert not cache.exists()
 
 
 def test_good_hyper_values_pass_the_check(tmp_path, csv, capsys):
     code, out, err = cli(capsys, *run_args(csv, tmp_path / "cache", "--hyper", "step=2", "--hyper", "average=tail"))
     assert code == 0, err
-    code, out, err = cli(capsys, *run_args(csv, tmp_path / "cache", "--hyper", "grad_frac=0.5", algorithm="hess-clip"))
+    code, out, err = cli(capsys, *run_args(csv, tmp_path / "cache", "--hyper", "grad_frac=0.5", *PAPER,
+                                           algorithm="hess-clip"))
     assert code == 0, err
 
 

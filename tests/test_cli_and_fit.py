@@ -18,14 +18,14 @@ def test_fit_returns_weights_and_ledger():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((500, 4))
     y = np.where(X @ np.ones(4) + 0.3 * rng.standard_normal(500) > 0, 1.0, -1.0)
-    res = dpnewton.fit(X, y, algorithm="hess-clip", epsilon=1.0, iterations=5, seed=3)
+    res = dpnewton.fit(X, y, algorithm="precond-dp-gd", epsilon=1.0, iterations=5, seed=3)
     assert res.weights.shape == (4,)
     assert res.ledger.spent_rho == pytest.approx(res.record["rho"], rel=1e-12)
     assert res.record["delta"] == 1e-5 and res.record["neighbouring"] == "add-remove"   # the library's
-    paper = dpnewton.fit(X, y, algorithm="hess-clip", epsilon=1.0, iterations=5, seed=3,
+    paper = dpnewton.fit(X, y, algorithm="precond-dp-gd", epsilon=1.0, iterations=5, seed=3,
                          neighbouring="add-remove-public-n")
     assert paper.record["delta"] == pytest.approx(1 / 500**2) and not np.array_equal(paper.weights, res.weights)
-    again = dpnewton.fit(X, y, algorithm="hess-clip", epsilon=1.0, iterations=5, seed=3)
+    again = dpnewton.fit(X, y, algorithm="precond-dp-gd", epsilon=1.0, iterations=5, seed=3)
     assert np.array_equal(res.weights, again.weights)
     assert np.mean(np.sign(X @ res.weights) == y) > 0.8
 
@@ -39,7 +39,7 @@ def test_fit_rejects_bad_arguments():
 
 
 def test_cli_run_synthetic(tmp_path, capsys):
-    rc = main(["run", "--dataset", "synthetic", "--algorithm", "qu-clip", "--epsilon", "1", "-T", "3",
+    rc = main(["run", "--dataset", "synthetic", "--algorithm", "precond-dp-gd", "--epsilon", "1", "-T", "3",
                "--seed", "2", "--json", "--cache-dir", str(tmp_path), "--ledger"])
     assert rc == 0
     record = json.loads(capsys.readouterr().out)
@@ -57,7 +57,7 @@ def test_cli_run_synthetic(tmp_path, capsys):
 ])
 def test_cli_errors_are_one_line_without_traceback(tmp_path, args, message):
     cmd = [sys.executable, "-m", "dpnewton", "run", "--dataset", "synthetic", "--algorithm",
-           "hess-clip", "--cache-dir", str(tmp_path), *args]
+           "hess-clip", "--neighbouring", "add-remove-public-n", "--cache-dir", str(tmp_path), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
@@ -140,7 +140,7 @@ def test_save_model_and_predict_round_trip(tmp_path, capsys, suffix):
     train = tmp_path / "train.csv"
     _write_csv(train, X, labels)
     model_file = tmp_path / f"model{suffix}"
-    assert main(["run", "--data", str(train), "--algorithm", "qu-clip", "--epsilon", "2", "-T", "4",
+    assert main(["run", "--data", str(train), "--algorithm", "precond-dp-gd", "--epsilon", "2", "-T", "4",
                  "--seed", "5", "--json", "--cache-dir", str(tmp_path / "cache"),
                  "--save-model", str(model_file)]) == 0
     record = _strict_json(capsys.readouterr().out)
@@ -154,7 +154,7 @@ def test_save_model_and_predict_round_trip(tmp_path, capsys, suffix):
 
     y = np.where(labels == "spam", 1.0, -1.0)
     problem = LogisticProblem.from_xy(np.hstack([np.ones((500, 1)), X]), y)
-    (replay,) = run_algorithm(problem, "custom", "qu-clip", 2.0, [5], [4], neighbouring="add-remove")
+    (replay,) = run_algorithm(problem, "custom", "precond-dp-gd", 2.0, [5], [4], neighbouring="add-remove")
     np.testing.assert_allclose(model.coef, replay.w[1:], rtol=1e-12)
     assert model.intercept == pytest.approx(replay.w[0], rel=1e-12)
 

@@ -83,14 +83,14 @@ def test_default_parameters():
 
 def test_get_set_params_round_trip_and_clone(data):
     X, y = data
-    est = DPLogisticRegression(epsilon=2.0, algorithm="hess-clip", iterations=8, data_norm=3.0,
-                               random_state=4, hyper={"grad_frac": 0.8})
+    est = DPLogisticRegression(epsilon=2.0, algorithm="precond-dp-gd", iterations=8, data_norm=3.0,
+                               random_state=4, hyper={"precond_frac": 0.2})
     other = DPLogisticRegression().set_params(**est.get_params())
     assert other.get_params() == est.get_params()
     cloned = clone(est)
     assert cloned.get_params() == est.get_params() and cloned.hyper is not est.hyper
     assert_array_equal(cloned.fit(X, y).coef_, est.fit(X, y).coef_)
-    assert est.hyper == {"grad_frac": 0.8}  # fit does not change its parameters
+    assert est.hyper == {"precond_frac": 0.2}  # fit does not change its parameters
 
 
 def test_pipeline_round_trip(data):
@@ -220,19 +220,19 @@ def test_weights_equal_direct_fit_on_scaled_rows(data):
     X, y = data
     n, d = X.shape
     D = 3.0
-    est = DPLogisticRegression(epsilon=2.0, algorithm="hess-clip", iterations=10, data_norm=D,
+    est = DPLogisticRegression(epsilon=2.0, algorithm="precond-dp-gd", iterations=10, data_norm=D,
                                random_state=7).fit(X, y)
     assert np.linalg.norm(est.coef_) * D < DEFAULT_MAX_NORM           # the radius did not act
     rows = np.column_stack([X, np.ones(n)]) / D
     # excess_loss=True computes the non-private optimum: evaluation only, same weights
-    direct = dpnewton.fit(rows, y, algorithm="hess-clip", epsilon=2.0, iterations=10, seed=7)
+    direct = dpnewton.fit(rows, y, algorithm="precond-dp-gd", epsilon=2.0, iterations=10, seed=7)
     assert_array_equal(est.coef_, direct.weights[None, :d] / D)
     assert_array_equal(est.intercept_, [direct.weights[d] / D])
     assert est.rho_ == direct.record["rho"] and est.n_iter_ == 10
 
-    no_intercept = DPLogisticRegression(epsilon=2.0, algorithm="hess-clip", iterations=10,
+    no_intercept = DPLogisticRegression(epsilon=2.0, algorithm="precond-dp-gd", iterations=10,
                                         fit_intercept=False, random_state=7).fit(X, y)
-    direct = dpnewton.fit(X, y, algorithm="hess-clip", epsilon=2.0, iterations=10, seed=7,
+    direct = dpnewton.fit(X, y, algorithm="precond-dp-gd", epsilon=2.0, iterations=10, seed=7,
                           excess_loss=False)
     assert_array_equal(no_intercept.coef_[0], direct.weights)
     assert_array_equal(no_intercept.intercept_, [0.0])
@@ -246,8 +246,8 @@ def test_decision_equals_training_margin_within_the_bound():
     norms = np.linalg.norm(augmented, axis=1)
     inside = norms <= D
     assert inside[1:].mean() > 0.99 and not inside[0]
-    est = DPLogisticRegression(algorithm="hess-clip", iterations=8, data_norm=D, random_state=5).fit(X, y)
-    w = dpnewton.fit(augmented / D, y, algorithm="hess-clip", epsilon=1.0, iterations=8, seed=5,
+    est = DPLogisticRegression(algorithm="precond-dp-gd", iterations=8, data_norm=D, random_state=5).fit(X, y)
+    w = dpnewton.fit(augmented / D, y, algorithm="precond-dp-gd", epsilon=1.0, iterations=8, seed=5,
                      excess_loss=False).weights
     margins = LogisticProblem.from_xy(augmented / D, y).margins(w)   # y_i <z_i, w>, z_i projected
     signed = y * est.decision_function(X)

@@ -173,9 +173,10 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     algorithm : str, default=DEFAULT_ALGORITHM ("objpert")
         One of :func:`supported_algorithms`: an optimizer of the registry calibrated for the
         ``add-remove`` relation and private in every step: objective perturbation (``objpert``,
-        the default: the benchmark's best rule without tuning, docs/default_rule.md), DP-GD,
-        preconditioned DP-GD, and the paper's double-noise Newton variants. The zCDP methods
-        release the row count from 2 % of their budget and calibrate every later release to it.
+        the default: the benchmark's best rule without tuning, docs/default_rule.md), DP-GD and
+        preconditioned DP-GD. The zCDP methods release the row count from 2 % of their budget
+        and calibrate every later release to it. The paper's double-noise Newton variants are
+        calibrated with n public only (docs/privacy_audit.md, small n).
     iterations : int or None, default=None
         Number of updates T of an iterative method (the budget is split over them); it must be
         chosen without the private data. None: not used by objpert; an iterative method then

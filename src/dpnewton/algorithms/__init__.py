@@ -112,8 +112,7 @@ for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
         register(AlgorithmSpec(f"{_soi_label}-{_mod}",
                                runner(DoubleNoiseConfig, run_double_noise, soi=_soi, modification=_mod),
                                f"double-noise Newton, {_soi} SOI, {_mod} modification (Algorithm 3)",
-                               plan=planner(DoubleNoiseConfig, double_noise_plan, soi=_soi, modification=_mod),
-                               relations=RELATIONS))
+                               plan=planner(DoubleNoiseConfig, double_noise_plan, soi=_soi, modification=_mod)))
         register(AlgorithmSpec(f"minibatch-{_soi_label}-{_mod}",
                                runner(MinibatchNewtonConfig, run_minibatch_newton, soi=_soi, modification=_mod),
                                f"minibatch double-noise Newton, {_soi} SOI, {_mod}, fixed lambda, "

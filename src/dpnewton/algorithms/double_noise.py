@@ -13,9 +13,7 @@ Per iteration t of T, with rho_t = rho/T [docs/algorithms.md §2.3, the released
 5. w <- w - Psi_lambda(H)^-1 g~ + N(0, s_dir^2 I), s_dir = Delta_dir/sqrt(2 rho_dir) with
    Delta_dir = ||g~||/(4 n lambda^2 -/+ lambda) (clip/add; see :mod:`.newton_direction`).
 
-The three releases of every step are charged to the run's ledger, so the ledger sums to rho. Under
-the ``add-remove`` relation n is the released count N (g and H are sums / N;
-:mod:`dpnewton.privacy.neighbouring`).
+The three releases of every step are charged to the run's ledger, so the ledger sums to rho.
 ``average`` (none | uniform | tail) releases the last iterate or the mean of a window of iterates
 (:func:`.base.average_window`; docs/algorithms.md §2.6): post-processing, the ledger is unchanged.
 """
@@ -117,19 +115,18 @@ def double_noise_plan(cfg: DoubleNoiseConfig, n: int, d: int, T: int, rho: float
 def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
                      cfg: DoubleNoiseConfig) -> list[RunResult]:
     cfg = cfg.validated()
-    d = problem.d
+    n, d = problem.n, problem.d
+    if cfg.lambda_mode == "fixed" and cfg.modification == "clip" and cfg.lambda0 <= 1.0 / (4 * n):
+        raise ValueError(f"lambda0={cfg.lambda0!r}: clip needs lambda0 > 1/(4n) = {1 / (4 * n):.3g}")
     results = []
     for ctx in contexts:
-        ledger, rng, n = ctx.ledger, ctx.rng, ctx.rows(problem)
-        if cfg.lambda_mode == "fixed" and cfg.modification == "clip" and cfg.lambda0 <= 1.0 / (4 * n):
-            raise ValueError(f"lambda0={cfg.lambda0!r}: clip needs lambda0 > 1/(4n) = {1 / (4 * n):.3g}")
+        ledger, rng = ctx.ledger, ctx.rng
         plan = double_noise_plan(cfg, n, d, ctx.iterations, ctx.rho)
         rho_dir = plan.release("direction").rho
         lambdas: list[float] = []
 
         def step(w, t):
             m, g, H = problem.newton_pass(w, cfg.soi)  # margins, gradient and SOI in one pass
-            g, H = ctx.rescale(g, problem), ctx.rescale(H, problem)
             s_g = plan.charge(ledger, t, "gradient")
             g_noisy = g + cfg.reg * w + s_g * rng.standard_normal(d)
             if cfg.lambda_mode == "adaptive":
