@@ -59,14 +59,19 @@ def _problem(X: np.ndarray, y: np.ndarray) -> LogisticProblem:
 
 
 def released_statistics(algorithm: str, X: np.ndarray, y: np.ndarray, fits: int, variant: str = "none",
-                        epsilon: float = EPSILON, delta: float = DELTA, chunk: int = 5000) -> np.ndarray:
-    """-w_0 of ``fits`` independent fits (fresh OS entropy each) of ``algorithm`` under ``variant``."""
+                        epsilon: float = EPSILON, delta: float = DELTA, first_seed: int | None = None,
+                        chunk: int = 5000) -> np.ndarray:
+    """-w_0 of ``fits`` independent fits of ``algorithm`` under ``variant``: fresh OS entropy each
+    (``first_seed=None``, as the estimator's default), or seeds first_seed, first_seed + 1, ... (a
+    replayable audit: every fit still has its own stream)."""
     relation, factor = SMALL_N_VARIANTS[variant]
     problem = _problem(X, y)
     out = []
     for start in range(0, fits, chunk):
-        runs = run_algorithm(problem, "small-n-audit", algorithm, factor * epsilon,
-                             [None] * min(chunk, fits - start), [ITERATIONS], delta=delta, neighbouring=relation)
+        count = min(chunk, fits - start)
+        seeds = [None] * count if first_seed is None else list(range(first_seed + start, first_seed + start + count))
+        runs = run_algorithm(problem, "small-n-audit", algorithm, factor * epsilon, seeds, [ITERATIONS],
+                             delta=delta, neighbouring=relation)
         out.extend(-float(r.w[0]) for r in runs)
     return np.asarray(out)
 
@@ -93,16 +98,20 @@ class SmallNOutcome:
 
 
 def audit_small_n(algorithm: str, variant: str = "none", trials: int = 30_000, pilot: int = 10_000,
-                  epsilon: float = EPSILON, delta: float = DELTA) -> SmallNOutcome:
-    """The small-n audit of one estimator algorithm (module docstring)."""
+                  epsilon: float = EPSILON, delta: float = DELTA, seed: int | None = None) -> SmallNOutcome:
+    """The small-n audit of one estimator algorithm (module docstring). ``seed``: None draws every fit
+    from fresh OS entropy; an integer makes the audit replayable (the four batches of fits get
+    disjoint seed ranges from it)."""
     if variant not in SMALL_N_VARIANTS:
         raise ValueError(f"variant={variant!r} is unknown; choose one of {', '.join(SMALL_N_VARIANTS)}")
     (XD, yD), (XP, yP) = flipped_label_pair()
-    chosen = threshold_audit(released_statistics(algorithm, XD, yD, pilot, variant, epsilon, delta),
-                             released_statistics(algorithm, XP, yP, pilot, variant, epsilon, delta), delta,
-                             n_thresholds=PILOT_THRESHOLDS)
-    neg = released_statistics(algorithm, XD, yD, trials, variant, epsilon, delta)
-    pos = released_statistics(algorithm, XP, yP, trials, variant, epsilon, delta)
+    block = max(trials, pilot)
+    first = [None] * 4 if seed is None else [seed + k * block for k in range(4)]
+    chosen = threshold_audit(released_statistics(algorithm, XD, yD, pilot, variant, epsilon, delta, first[0]),
+                             released_statistics(algorithm, XP, yP, pilot, variant, epsilon, delta, first[1]),
+                             delta, n_thresholds=PILOT_THRESHOLDS)
+    neg = released_statistics(algorithm, XD, yD, trials, variant, epsilon, delta, first[2])
+    pos = released_statistics(algorithm, XP, yP, trials, variant, epsilon, delta, first[3])
     fp, fn = int(np.sum(neg > chosen.threshold)), int(np.sum(pos <= chosen.threshold))
     bound = epsilon_lower_bound(fp, trials, fn, trials, delta, direction=chosen.direction)
     return SmallNOutcome(algorithm, variant, epsilon, float(bound), chosen.threshold, chosen.direction,
