@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .algorithms import RunContext, RunResult, get_algorithm
+from .algorithms import ALGORITHMS, RunContext, RunResult, get_algorithm
 from .io import to_json
 from .loss import LogisticProblem
 from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, epsilon_to_rho, official_fsolve_failed,
@@ -76,8 +76,10 @@ def check_relation_supported(algorithm: str, neighbouring: str) -> None:
     """ValueError unless ``algorithm``'s calibration covers the relation (its card's ``relations``)."""
     spec = get_algorithm(algorithm)
     if check_relation(neighbouring) not in spec.relations:
+        covered = sorted(name for name, other in ALGORITHMS.items() if neighbouring in other.relations)
         raise ValueError(f"algorithm={algorithm!r} is calibrated only for neighbouring="
-                         f"{' or '.join(spec.relations)}, not {neighbouring!r}")
+                         f"{' or '.join(spec.relations)}, not {neighbouring!r}; use that relation "
+                         f"(--neighbouring {spec.relations[0]}) or one of {', '.join(covered)}")
 
 
 def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, conversion: str, rho: float,
