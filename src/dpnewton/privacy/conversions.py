@@ -50,9 +50,10 @@ def _check_conversion(conversion: str) -> None:
 
 def check_epsilon_delta(epsilon: float, delta: float) -> None:
     """Raise ValueError naming the argument when epsilon or delta is out of range."""
-    if not (isinstance(epsilon, (int, float, np.floating)) and math.isfinite(epsilon) and epsilon > 0):
+    if not (isinstance(epsilon, (int, float, np.floating)) and not isinstance(epsilon, bool)
+            and math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon={epsilon!r} must be a finite number > 0")
-    if not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
+    if not (isinstance(delta, (int, float, np.floating)) and not isinstance(delta, bool) and 0 < delta < 1):
         raise ValueError(f"delta={delta!r} must lie in the open interval (0, 1)")
 
 

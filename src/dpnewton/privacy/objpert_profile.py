@@ -89,6 +89,9 @@ def objpert_delta(epsilon: float, sigma: float, lam: float, L: float = 1.0, beta
     return float(-math.expm1(math.log(2.0) + e_tilde + special.log_ndtr(-mu)))
 
 
+MAX_EXPONENT = 700.0   # exp(700) ~ 1e304: the largest share x epsilon_obj the Lambda rule evaluates
+
+
 def lambda_for_share(epsilon_obj: float, share: float, beta: float = 0.25) -> float:
     """The regulariser lam whose Jacobian term eps0 = log(1 + beta/lam) is ``share`` x epsilon_obj:
     lam = beta / (exp(share epsilon_obj) - 1)."""
@@ -96,6 +99,10 @@ def lambda_for_share(epsilon_obj: float, share: float, beta: float = 0.25) -> fl
     if not 0 < share < 1:
         raise ValueError(f"share={share!r} must lie in (0, 1)")
     _check_positive("beta", beta)
+    if share * epsilon_obj > MAX_EXPONENT:
+        raise ValueError(f"epsilon_obj={epsilon_obj:.6g}: the Lambda rule beta/(exp({share:g} epsilon_obj) - 1) "
+                         f"underflows above epsilon_obj = {MAX_EXPONENT / share:.6g}; use a smaller epsilon or "
+                         "pass a public Lambda")
     return beta / math.expm1(share * epsilon_obj)
 
 
