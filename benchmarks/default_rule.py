@@ -241,7 +241,8 @@ def run(args) -> None:
             atomic_csv(frame, PER_SEED)
             loss = new["excess_loss"]
             log(f"  {dataset} eps={eps:g} {name}: T={rows[0]['T']} seeds={len(seeds)} "
-                f"excess {loss.mean():.4g} +- {loss.std(ddof=1) / math.sqrt(len(loss)) if len(loss) > 1 else float('nan'):.2g}"
+                f"excess {loss.mean():.4g} +- "
+                f"{loss.std(ddof=1) / math.sqrt(len(loss)) if len(loss) > 1 else float('nan'):.2g}"
                 f" wall {rows[0]['cell_wall_s']:.1f} s (cpu {rows[0]['cell_cpu_s']:.1f} s)")
 
 
@@ -335,7 +336,8 @@ def claims_fixed_summary(ref: pd.DataFrame) -> list[dict]:
     out = []
     for col in [c for c in ref.columns if c.startswith("claims_fixed_") and not c.endswith("_T")]:
         r = ref[col] / ref["oracle_best"]
-        out.append({"method": col[len("claims_fixed_"):], "within": int((r <= WITHIN).sum()), "cells": int(r.notna().sum()),
+        out.append({"method": col[len("claims_fixed_"):], "within": int((r <= WITHIN).sum()),
+                    "cells": int(r.notna().sum()),
                     "median": float(r.median()), "max": float(r.max())})
     return out
 
@@ -377,7 +379,8 @@ def markdown(cells: pd.DataFrame, summary: pd.DataFrame, ref: pd.DataFrame) -> s
                  f"{fmt(op.iloc[0]['objpert_bias_excess'] / op.iloc[0]['oracle_best'], 2) if len(op) else 'n/a'} | "
                  f"{fmt(g.iloc[0]['trivial'])} |")
     L += ["", "### Summary per candidate (15 cells: 5 datasets x epsilon 0.1, 1, 10)", "",
-          "| candidate | rule | eligible | within 1.25x | median ratio | max ratio (cell) | seeds | runs | wall (s) | CPU (s) |",
+          "| candidate | rule | eligible | within 1.25x | median ratio | max ratio (cell) | seeds | runs | wall (s) "
+          "| CPU (s) |",
           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in summary.itertuples():
         seeds = f"{r.seeds_min}" if r.seeds_min == r.seeds_max else f"{r.seeds_min}-{r.seeds_max}"
