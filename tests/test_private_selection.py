@@ -114,7 +114,6 @@ def three_output_mechanisms():
 
 
 BASES = [randomized_response(e) for e in (0.1, 0.5, 1.0, 2.0)] + three_output_mechanisms()
-MARGINS: dict[str, list[float]] = {}
 
 
 def _pure_eps(p, q):
@@ -166,7 +165,6 @@ def test_bound_dominates_exact_divergence(kind, dist):
             assert exact <= zb * (1 + 1e-9) + 1e-12, (dist, p, q, lam, exact, zb)
             if exact > 1e-9:
                 ratios.append(b / exact)
-    MARGINS.setdefault(kind, []).extend(ratios)
     assert min(ratios) >= 1.0
 
 
@@ -329,14 +327,6 @@ def test_sampling_follows_the_pmf(dist):
     # same Generator state, same draws
     a = [dist.sample(np.random.default_rng(3)) for _ in range(3)]
     assert len(set(a)) == 1
-
-
-def test_zz_report_margins(capsys):
-    """Not a check: prints min/median bound/exact ratios of the enumeration tests run before."""
-    with capsys.disabled():
-        for k, v in MARGINS.items():
-            print(f"\n[{k}] bound/exact divergence over {len(v)} cases: min {min(v):.4g}, "
-                  f"median {np.median(v):.4g}, max {max(v):.4g}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -144,9 +144,6 @@ class Plan:
         """Registered algorithm run by the configuration ``name``."""
         return self.algorithms[name]["base"]
 
-    def figure_algorithms_present(self, names) -> list[str]:
-        return [a for a in names if a in self.algorithms]
-
 
 def algorithm_grids(cfg: dict, registry) -> tuple[dict[str, dict], list[str]]:
     """name -> {'base', 'iterations', 'hyper', 'epsilons', 'max_iterations', 'max_iterations_by_epsilon'}.

@@ -163,10 +163,6 @@ class PrivacyLedger:
     def spent_rho(self) -> float:
         return math.fsum(e.rho for e in self.entries)
 
-    @property
-    def remaining_rho(self) -> float:
-        return self.budget_rho - self._spent
-
     def charge(self, step: int, quantity: str, sensitivity: float, rho: float) -> float:
         """Record one Gaussian release and return its noise scale sigma = sensitivity/sqrt(2 rho)."""
         sigma = gaussian_sigma(sensitivity, rho)
@@ -179,13 +175,8 @@ class PrivacyLedger:
         self.entries.append(LedgerEntry(step, quantity, float(sensitivity), float(sigma), float(rho)))
         return sigma
 
-    def charge_event(self, event: AccountingEvent, rho_equivalent: float | None = None) -> None:
+    def charge_event(self, event: AccountingEvent) -> None:
         """Record an accountant-level event (e.g. calibrated subsampled Gaussian); a dict is copied."""
-        if rho_equivalent is not None:
-            new_total = self._spent + rho_equivalent
-            if new_total > self.budget_rho * (1.0 + ROUNDING_SLACK):
-                raise PrivacyBudgetExceeded(f"event {event} exceeds rho={self.budget_rho:.6g}")
-            self._spent = new_total
         self.accounting_events.append(dict(event) if isinstance(event, dict) else event)
 
     def mark_nonprivate(self, part: str) -> None:
