@@ -445,7 +445,8 @@ def evaluate_targets(summary: list[dict], datasets, epsilons) -> dict:
                 c["t1_met"] = d["accuracy_mean"] >= p["accuracy_mean"]
             if d and best and d["n_ok"]:
                 se = math.sqrt(np.nan_to_num(d["accuracy_se"]) ** 2 + np.nan_to_num(best["accuracy_se"]) ** 2)
-                c["best_fixed"], c["best_acc"], c["best_se"] = best["method"], best["accuracy_mean"], best["accuracy_se"]
+                c["best_fixed"], c["best_acc"] = best["method"], best["accuracy_mean"]
+                c["best_se"] = best["accuracy_se"]
                 c["vs_best_diff"], c["vs_best_se"] = d["accuracy_mean"] - best["accuracy_mean"], se
                 c["t2_met"] = d["accuracy_mean"] >= best["accuracy_mean"] - 2 * se
             cells.append(c)
@@ -495,7 +496,8 @@ def results_markdown(summary, targets, radius, env, splits, quick: bool) -> str:
         what = " = 1/n² for the n training rows"
     elif resolved and len({dl for _, dl in resolved}) == 1:
         what = " (the same constant on every dataset)"
-    L.append(f"* **delta used by dpnewton**: the estimator's default `delta={env['dpnewton_defaults'].get('delta')!r}`, "
+    L.append("* **delta used by dpnewton**: the estimator's default "
+             f"`delta={env['dpnewton_defaults'].get('delta')!r}`, "
              "resolved by the fitted models (`delta_`) to " + ", ".join(f"{ds} {dl:.3g}" for ds, dl in resolved)
              + f"{what}. diffprivlib: delta = 0 (pure epsilon-DP).")
     L.append(f"* Versions: dpnewton side {env['dpnewton_side']}; diffprivlib side {env['diffprivlib_side']}.")
@@ -544,7 +546,8 @@ def results_markdown(summary, targets, radius, env, splits, quick: bool) -> str:
              "brackets); max ‖coef‖ = the largest ‖(coef_, intercept_)‖ over the repetitions, in the units of the "
              "raw features (dpnewton's optimizer weight norm ‖w‖ = B × that). ε = ∞: non-private references, "
              "one deterministic fit.\n")
-    L.append("| dataset | ε | method | status | runs ok | accuracy | log-loss | fit time s (CPU) | max ‖coef‖ | notes |")
+    L.append("| dataset | ε | method | status | runs ok | accuracy | log-loss | fit time s (CPU) | max ‖coef‖ "
+             "| notes |")
     L.append("|---|---:|---|---|---:|---:|---:|---:|---:|---|")
     for r in summary:
         eps = "∞" if r["epsilon"] is None else f"{r['epsilon']:g}"
@@ -593,7 +596,8 @@ def results_markdown(summary, targets, radius, env, splits, quick: bool) -> str:
              "its acc | default - best (2 s.e.) | target 2 |")
     L.append("|---|---:|---:|---:|---:|:---:|---|---:|---:|:---:|")
     for c in targets["cells"]:
-        L.append(f"| {c['dataset']} | {c['epsilon']:g} | {pm(c.get('default_acc', float('nan')), c.get('default_se'))} | "
+        L.append(f"| {c['dataset']} | {c['epsilon']:g} | "
+                 f"{pm(c.get('default_acc', float('nan')), c.get('default_se'))} | "
                  f"{pm(c.get('dpl_acc', float('nan')), c.get('dpl_se'))} | {fmt(c.get('vs_dpl_diff'), 4)} | "
                  f"{'yes' if c.get('t1_met') else 'no'} | {c.get('best_fixed', '--')} | "
                  f"{pm(c.get('best_acc', float('nan')), c.get('best_se'))} | "
@@ -607,7 +611,8 @@ def results_markdown(summary, targets, radius, env, splits, quick: bool) -> str:
         L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for c in radius["cells"]:
             L.append(f"| {c['problem']} | {c['epsilon']:g} | {c['n']} | {c['data_norm']:.4f} | {c['max_w_norm']:.4g} | "
-                     f"{c['p99_w_norm']:.4g} | {c['median_w_norm']:.4g} | {c.get('n_projected', 0)} | {c['mean_fit_s']:.3g} |")
+                     f"{c['p99_w_norm']:.4g} | {c['median_w_norm']:.4g} | {c.get('n_projected', 0)} | "
+                     f"{c['mean_fit_s']:.3g} |")
         L.append("")
     return "\n".join(L) + "\n"
 
