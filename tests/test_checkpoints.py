@@ -1,20 +1,25 @@
 """Checkpoints of a pipeline job: an interrupted job resumes its finished (grid round, seed) units.
 
 ``run_job`` runs each grid round's unfinished seeds as one batch and writes each (grid round, seed)
-unit's rows and curves to ``<rows>.partial/``. A job killed in its third round and run again must
-compute only the units it had not finished, and its tables must equal those of an uninterrupted job
-(update times aside, which are measured, not computed), as must those of jobs of one seed each.
-Checkpoints of another spec and unreadable files must be recomputed, never trusted.
+unit's rows, curves and ledger, with their SHA-256, to ``<rows>.partial/``. A job killed in its third
+round and run again must compute only the units it had not finished, and its tables must equal those
+of an uninterrupted job (update times aside, which are measured, not computed), as must those of
+jobs of one seed each; a unit checkpointed in the format from before the digest and the ledger is
+still resumed (its runs then have no ledger rows). Checkpoints of another spec and unreadable files
+must be recomputed, never trusted (a unit that fails its digest: tests/test_damaged_files.py). The
+job's privacy ledger has one row per release, and per run sums to the row's ledger total.
 """
 
 from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from dpnewton.data import prepare
+from dpnewton.io import read_csv
 from dpnewton.pipeline import jobs
 from dpnewton.pipeline.jobs import HOST_COLUMNS
 
@@ -55,10 +60,15 @@ def _counting_units(monkeypatch, fail_at: int | None = None) -> list:
 
 def _tables(out):
     # the update times and when/where a run was made may differ between runs
-    rows = pd.read_csv(out / "rows.csv").drop(columns=[*TIMED[:1], *HOST_COLUMNS])
+    rows = read_csv(out / "rows.csv").drop(columns=[*TIMED[:1], *HOST_COLUMNS])  # verified, without file_rows
     rows = rows.sort_values(["grid_round", "seed", "iterations"])
     curves = pd.read_parquet(out / "curves.parquet").drop(columns=TIMED[1:])
     return rows.reset_index(drop=True), curves.sort_values(["seed", "iterations", "iterate"]).reset_index(drop=True)
+
+
+def _unit(path):
+    """The unit a checkpoint file holds (its body, after the SHA-256 check)."""
+    return jobs.checkpoint_body(pd.read_pickle(path))
 
 
 def _run(prepared, out, spec):
@@ -84,10 +94,12 @@ def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, mon
     assert not (out / "rows.csv").exists() and not (out / "curves.parquet").exists()
     (partial / "round1_seed1.pkl").unlink()  # a unit that was not written: round 1 resumes with seed 1 alone
 
-    first_attempt = {p.name: pd.read_pickle(p)["seconds"] for p in partial.glob("*.pkl")}
+    first_attempt = {p.name: _unit(p)["seconds"] for p in partial.glob("*.pkl")}
     assert all(t > 0 for t in first_attempt.values())
-    older = pd.read_pickle(partial / "round0_seed0.pkl")  # as written before checkpoints kept their time
-    del older["seconds"], first_attempt["round0_seed0.pkl"]
+    # as written before checkpoints kept their time, their ledger and a digest: the unit itself, unhashed
+    saved = pd.read_pickle(partial / "round0_seed0.pkl")
+    older = {"key": saved["key"], **_unit(partial / "round0_seed0.pkl")}
+    del older["seconds"], older["ledger"], first_attempt["round0_seed0.pkl"]
     pd.to_pickle(older, partial / "round0_seed0.pkl")
 
     resumed = _counting_units(monkeypatch)
@@ -102,6 +114,35 @@ def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, mon
     pd.testing.assert_frame_equal(rows, ref_rows)
     pd.testing.assert_frame_equal(curves, ref_curves)
     assert not partial.exists()
+    # the ledger: the uninterrupted job's, less the runs of the unit resumed from the old-format checkpoint
+    ledger, ref_ledger = jobs.read_ledger(out / "rows.csv"), jobs.read_ledger(ref / "rows.csv")
+    old_unit = (ref_ledger["seed"] == 0) & ref_ledger["iterations"].isin([1, 2, 4])
+    pd.testing.assert_frame_equal(_sorted(ledger), _sorted(ref_ledger[~old_unit]))
+    assert "predates the privacy ledger" in caplog.text
+
+
+def _sorted(ledger: pd.DataFrame) -> pd.DataFrame:
+    return ledger.sort_values(["seed", "iterations", "release"]).reset_index(drop=True)
+
+
+def test_the_job_writes_each_runs_privacy_ledger(prepared, tmp_path):
+    """One row per release beside the rows file; per run its rho sums to ledger_rho_total and its rows
+    count to n_releases; DP-GD releases one gradient per step, sigma = sensitivity / sqrt(2 rho)."""
+    _run(prepared, tmp_path, _spec())
+    rows = read_csv(tmp_path / "rows.csv")
+    ledger = jobs.read_ledger(tmp_path / "rows.csv")
+    assert jobs.ledger_path(tmp_path / "rows.csv") == tmp_path / "rows.ledger.parquet"
+    assert list(ledger.columns) == jobs.LEDGER_COLUMNS
+    per_run = ledger.groupby(["seed", "iterations"]).agg(rho=("rho", "sum"), releases=("rho", "size"),
+                                                          steps=("step", "max"), hash=("config_hash", "first"))
+    runs = rows.set_index(["seed", "iterations"]).sort_index()
+    assert list(per_run.index) == list(runs.index) and len(runs) == 10  # 2 seeds x T in {1, 2, 4, 8, 16}
+    assert np.allclose(per_run["rho"], runs["ledger_rho_total"], rtol=1e-12, atol=0)
+    assert (per_run["releases"] == runs["n_releases"]).all()
+    assert (per_run["steps"] == runs.index.get_level_values("iterations") - 1).all()
+    assert (per_run["hash"] == runs["config_hash"]).all()
+    assert set(ledger["quantity"]) == {"gradient"} and ledger["release"].eq(ledger["step"]).all()
+    assert np.allclose(ledger["sigma"], ledger["sensitivity"] / np.sqrt(2 * ledger["rho"]), rtol=1e-12)
 
 
 def test_jobs_of_one_seed_give_the_rows_of_the_batched_job(prepared, tmp_path):

@@ -4,16 +4,19 @@ Each case writes a tiny config (derived from the tiny synthetic config below, it
 ``config/test.yaml``) into its own working directory and runs the real pipeline with a real target
 (not a dry run), so a case the validation misses would visibly produce ``results/`` files:
 
-* config cases: the config is rejected while the Snakefile is parsed (JSON schema in
-  ``workflow/schemas/config.schema.yaml`` or ``dpnewton.pipeline.config.expand``), so no job runs;
+* config cases: the config is rejected when the workflow loads it (``dpnewton.pipeline.config.load_config``,
+  called by ``plan()`` in ``workflow/rules/common.smk`` while Snakemake builds the DAG: JSON schema in
+  ``workflow/schemas/config.schema.yaml``, the NaN/infinity check, the hand checks), so no job runs; the
+  output holds the exact one-line message (key, value, rule, fix) and no schema dump;
 * data cases: a ``custom`` dataset pointing at a bad CSV file, or a local copy of a real dataset
   whose checksum does not match; ``prepare_data`` fails with the data module's message and leaves
   neither a prepared file nor any other result (``logs/`` may exist).
 
 All cases run in a pool of 3 concurrent Snakemake processes (module fixture) to keep the wall time
-low; each test then checks its own case. Measured on the shared 2-core machine at load 8-12:
-24 cases, 2 min 42 s wall, about 75 CPU-s (each case is one Snakemake start-up + parse, plus one
-prepare_data job for the data cases).
+low; each test then checks its own case, and each config case's message is also checked in process
+(``load_config``). Measured on the shared 2-core machine at load 2-5: 32 Snakemake cases (24 config,
+8 data) and 24 in-process ones, 1 min 50 s wall, about 105 CPU-s (each Snakemake case is one start-up
++ DAG build, plus one prepare_data job for the data cases).
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
+
+from dpnewton.pipeline.config import load_config
 
 pytestmark = pytest.mark.slow
 
@@ -74,30 +80,70 @@ def _with(path: str, value):
     return c
 
 
-# name -> (config, regex that the output must contain, naming the offending key/value)
+# name -> (config, the exact one-line message: key, value, rule and fix). Schema errors are the most
+# relevant jsonschema error (best_match) rewritten by dpnewton.pipeline.schema; NaN and infinity are
+# rejected by its check_finite (JSON schema's bounds let NaN through); the rest by check_config/expand.
+TOP_KEYS = ("algorithms, allow_download, claims, conversion, conversion_study, curves, data_dir, datasets, delta, "
+            "epsilons, figures, grids, holdout, missing_algorithms, publish_figures, seeds, seeds_per_job, table1, "
+            "timing, tracks, tuning")
+SEEDS = "set seeds to an integer >= 1, or a non-empty list of distinct integers >= 0"
+HOLDOUT = "set holdout to a number >= 0 and < 1, or null"
 CONFIG_CASES = {
-    "unknown_algorithm": (_with("algorithms.hess-clipp", {"grid": "g"}), r"'hess-clipp' is not a registered"),
-    "unknown_dataset": (_with("datasets.synthetc", {"options": {}}), r"'synthetc' is not one of"),
-    "epsilon_zero": (_cfg(epsilons=[0, 1]), r"0 is less than or equal to the minimum of 0"),
-    "epsilon_negative": (_cfg(epsilons=[-0.5]), r"-0\.5 is less than or equal to the minimum of 0"),
-    "delta_one": (_cfg(delta=1.0), r"1\.0 is greater than or equal to the maximum of 1"),
-    "delta_above_one": (_cfg(delta=2), r"2 is greater than or equal to the maximum of 1"),
-    "T_zero_in_grid": (_with("grids.g", [0, 2]), r"0 is less than the minimum of 1"),
-    "T_zero_iterations": (_with("algorithms.dp-gd", {"iterations": [0]}), r"0 is less than the minimum of 1"),
-    "empty_grid": (_with("grids.g", []), r"\[\] should be non-empty"),
-    "empty_epsilons": (_cfg(epsilons=[]), r"\[\] should be non-empty"),
-    "duplicate_epsilons": (_cfg(epsilons=[1, 1.0]),
-                           r"(epsilons \[1, 1\.0\] contain duplicates|\[1, 1\.0\] has non-unique elements)"),
-    "duplicate_seeds": (_cfg(seeds=[0, 0]), r"\[0, 0\] (is not valid|has non-unique)"),
-    "duplicate_grid_values": (_with("grids.g", [2, 2, 3]), r"\[2, 2, 3\] has non-unique elements"),
-    "duplicate_iterations": (_with("algorithms.dp-gd", {"iterations": [3, 3]}), r"\[3, 3\] has non-unique elements"),
+    "unknown_algorithm": (_with("algorithms.hess-clipp", {"grid": "g"}),
+                          "config algorithms: 'hess-clipp' is not a registered algorithm (registered: aop, "
+                          "cubic-newton, damped-newton, dp-gd, dp-gd-oracle, dp-sgd, hess-add, hess-clip, "
+                          "minibatch-hess-add, minibatch-hess-clip, minibatch-qu-add, minibatch-qu-clip, objpert, "
+                          "precond-dp-gd, qu-add, qu-clip); set missing_algorithms: skip to drop unregistered ones"),
+    "unknown_dataset": (_with("datasets.synthetc", {"options": {}}),
+                        "config key datasets.synthetc: 'synthetc' is not one of ['a1a', 'a5a', 'a6a', 'a9a', 'w5a', "
+                        "'w7a', 'w8a', 'phishing', 'adult', 'covertype', 'synthetic', 'fashion-mnist', 'protein', "
+                        "'custom'] (did you mean synthetic?); rename it to one of those or remove it"),
+    "epsilon_zero": (_cfg(epsilons=[0, 1]), "config key epsilons[0]: 0 is less than or equal to the minimum of 0; "
+                                            "set epsilons[0] to a number > 0"),
+    "epsilon_negative": (_cfg(epsilons=[-0.5]), "config key epsilons[0]: -0.5 is less than or equal to the minimum "
+                                                "of 0; set epsilons[0] to a number > 0"),
+    "epsilon_nan": (_cfg(epsilons=[float("nan")]),
+                    "config key epsilons[0]: nan is not a number (NaN); set epsilons[0] to a number > 0"),
+    "epsilon_inf": (_cfg(epsilons=[1, float("inf")]),
+                    "config key epsilons[1]: inf is not a finite number; set epsilons[1] to a number > 0"),
+    "hyper_nan": (_with("algorithms.dp-gd", {"grid": "g", "hyper": {"step": float("nan")}}),
+                  "config key algorithms.dp-gd.hyper.step: nan is not a number (NaN); set algorithms.dp-gd.hyper.step "
+                  "to a finite number"),
+    "delta_one": (_cfg(delta=1.0), "config key delta: 1.0 is greater than or equal to the maximum of 1; set delta "
+                                   "to a number > 0 and < 1, or null"),
+    "delta_above_one": (_cfg(delta=2), "config key delta: 2 is greater than or equal to the maximum of 1; set delta "
+                                       "to a number > 0 and < 1, or null"),
+    "T_zero_in_grid": (_with("grids.g", [0, 2]), "config key grids.g[0]: 0 is less than the minimum of 1; set "
+                                                 "grids.g[0] to an integer >= 1"),
+    "T_zero_iterations": (_with("algorithms.dp-gd", {"iterations": [0]}),
+                          "config key algorithms.dp-gd.iterations[0]: 0 is less than the minimum of 1; set "
+                          "algorithms.dp-gd.iterations[0] to an integer >= 1"),
+    "empty_grid": (_with("grids.g", []), "config key grids.g: [] should be non-empty; set grids.g to a non-empty "
+                                         "list of distinct integers >= 1"),
+    "empty_epsilons": (_cfg(epsilons=[]), "config key epsilons: [] should be non-empty; set epsilons to a non-empty "
+                                          "list of distinct numbers > 0"),
+    "duplicate_epsilons": (_cfg(epsilons=[1, 1.0]), "config key epsilons: [1, 1.0] has non-unique elements; set "
+                                                    "epsilons to a non-empty list of distinct numbers > 0"),
+    "seeds_zero": (_cfg(seeds=0), f"config key seeds: 0 is less than the minimum of 1; {SEEDS}"),
+    "seeds_text": (_cfg(seeds="two"), f"config key seeds: 'two' is not accepted; {SEEDS}"),
+    "duplicate_seeds": (_cfg(seeds=[0, 0]), f"config key seeds: [0, 0] has non-unique elements; {SEEDS}"),
+    "duplicate_grid_values": (_with("grids.g", [2, 2, 3]), "config key grids.g: [2, 2, 3] has non-unique elements; "
+                                                           "set grids.g to a non-empty list of distinct integers >= 1"),
+    "duplicate_iterations": (_with("algorithms.dp-gd", {"iterations": [3, 3]}),
+                             "config key algorithms.dp-gd.iterations: [3, 3] has non-unique elements; set "
+                             "algorithms.dp-gd.iterations to a non-empty list of distinct integers >= 1"),
     "holdout_one": (_cfg(holdout=1.0),
-                    r"1\.0 is greater than or equal to the maximum of 1(.|\n)*instance\['holdout'\]"),
-    "holdout_negative": (_cfg(holdout=-0.2), r"-0\.2 is less than the minimum of 0(.|\n)*instance\['holdout'\]"),
+                    f"config key holdout: 1.0 is greater than or equal to the maximum of 1; {HOLDOUT}"),
+    "holdout_negative": (_cfg(holdout=-0.2), f"config key holdout: -0.2 is less than the minimum of 0; {HOLDOUT}"),
     # a numeric string such as "0.2" is read as a number (--config passes nested values as strings)
-    "holdout_text": (_cfg(holdout="a fifth"), r"'a fifth' is not of type 'number', 'null'(.|\n)*instance\['holdout'\]"),
-    "misspelled_top_key": (_cfg(epsilon=[1]), r"'epsilon' was unexpected"),
-    "misspelled_nested_key": (_with("algorithms.dp-gd", {"gird": "g"}), r"'gird' was unexpected"),
+    "holdout_text": (_cfg(holdout="a fifth"),
+                     f"config key holdout: 'a fifth' is not of type 'number', 'null'; {HOLDOUT}"),
+    "misspelled_top_key": (_cfg(epsilon=[1]), "config key epsilon: unknown key ('epsilon' was unexpected; did you mean "
+                                              f"epsilons?); the top level takes {TOP_KEYS}: rename or remove it"),
+    "misspelled_nested_key": (_with("algorithms.dp-gd", {"gird": "g"}),
+                              "config key algorithms.dp-gd.gird: unknown key ('gird' was unexpected; did you mean "
+                              "grid?); algorithms.dp-gd takes algorithm, epsilons, grid, hyper, iterations, "
+                              "max_iterations, max_iterations_by_epsilon: rename or remove it"),
 }
 
 # name -> (CSV text, regex of the data module's message)
@@ -191,9 +237,21 @@ def _check(outcomes, name, pattern):
 
 @pytest.mark.parametrize("name", list(CONFIG_CASES))
 def test_bad_config(outcomes, name):
-    out = _check(outcomes, name, CONFIG_CASES[name][1])
-    # stopped while parsing: no job was started
+    message = CONFIG_CASES[name][1]
+    out = _check(outcomes, name, re.escape(message))
+    # the message is a whole line of the output, and the only error text: no schema dump
+    assert message in [line.strip() for line in out.splitlines()], name
+    assert "Failed validating" not in out and "On instance" not in out and len(out.splitlines()) < 60, out
+    # stopped while building the DAG: no job was started
     assert "Select jobs to execute" not in out and "Finished jobid" not in out, name
+
+
+@pytest.mark.parametrize("name", list(CONFIG_CASES))
+def test_the_loader_raises_the_message(name):
+    """The same message, in process: load_config (what the workflow's plan() calls) raises it."""
+    with pytest.raises((jsonschema.ValidationError, ValueError)) as err:
+        load_config(copy.deepcopy(CONFIG_CASES[name][0]))
+    assert str(err.value) == CONFIG_CASES[name][1]
 
 
 @pytest.mark.parametrize("name", list(DATA_CASES))

@@ -1,9 +1,14 @@
-"""SIGKILL the pipeline at seeded random points, rerun, get the uninterrupted tables.
+"""SIGKILL the pipeline, resume it with the documented commands, get the uninterrupted tables.
 
-The tiny config of ``tests/test_determinism.py`` is started up to three times and each time the
-whole process group (Snakemake and the job processes it started) is SIGKILLed a seeded random delay
-after a ``run_job`` job has started; the run is then completed with ``snakemake --unlock`` and
-``snakemake --rerun-incomplete``. Checks:
+The resume after a ``kill -9`` of Snakemake is the one docs/pipeline.md states ("Resuming after an
+interruption"): ``snakemake --unlock`` with the run's options (the killed run left its lock), then the
+same ``snakemake`` command again (``rerun-incomplete`` comes from profiles/default). No test uses
+``--nolock`` or passes ``--rerun-incomplete`` itself.
+
+``test_sigkill_and_resume_reproduces_tables``: the tiny config of ``tests/test_determinism.py`` is
+started, and resumed, up to three times, and each time the whole process group (Snakemake and the job
+processes it started) is SIGKILLed a seeded random delay after a ``run_job`` job has started; a last
+resume completes it. Checks:
 
 * the final tables equal the uninterrupted reference run's (timing columns and git revision aside,
   exactly as in test_determinism);
@@ -14,6 +19,14 @@ after a ``run_job`` job has started; the run is then completed with ``snakemake 
 
 Leftover hidden temporary files of killed writers (``.name.XXXX.csv.tmp``) are allowed - SIGKILL
 gives the writer no chance to remove them - but they must never be read as results.
+
+``test_resume_reruns_only_the_unfinished_jobs``: killed right after its first ``run_job`` finished,
+the run cannot be resumed without ``--unlock`` (Snakemake's lock message), and the documented resume
+reruns exactly the run jobs that had not finished (the finished ones keep their files: same inode,
+same modification time) and ends with the reference tables.
+
+Measured on the shared 2-core machine at load 2-5: 2 min 16 s for both tests, of which about 25 s
+is the reference run (made once per session, shared with tests/test_determinism.py).
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -30,8 +44,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from test_determinism import (N_ROWS_PER_JOB, REPO, env, reference_run, snakemake_cmd, table_differences,
-                              write_config)
+from test_determinism import (N_ROWS_PER_JOB, PIPELINE_CONFIG, REPO, env, reference_run, snakemake_cmd,
+                              table_differences, write_config)
 
 pytestmark = pytest.mark.slow
 
@@ -54,12 +68,30 @@ def _kill_group(proc: subprocess.Popen) -> None:
     raise AssertionError(f"process group {proc.pid} survived SIGKILL")
 
 
+def _run(cmd: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env())
+
+
+def _unlock(workdir: Path) -> None:
+    """The first documented resume command: remove the lock the killed run left."""
+    unlock = _run(snakemake_cmd(workdir, "--unlock"), timeout=300)
+    assert unlock.returncode == 0 and "Unlocked working directory" in unlock.stdout + unlock.stderr, \
+        unlock.stderr[-2000:]
+
+
+def _start(workdir: Path, log: Path) -> subprocess.Popen:
+    """The pipeline's own command (the second documented resume command), in its own process group."""
+    with open(log, "w") as fh:
+        return subprocess.Popen(snakemake_cmd(workdir), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env=env(),
+                                start_new_session=True)
+
+
 def _interrupted_attempt(workdir: Path, attempt: int, delay: float) -> str:
-    """Start the pipeline; SIGKILL its group ``delay`` s after its first run_job started."""
+    """Start (attempt 0) or resume the pipeline; SIGKILL its group ``delay`` s after a run_job started."""
     out = workdir / f"attempt{attempt}.log"
-    with open(out, "w") as fh:
-        proc = subprocess.Popen(snakemake_cmd(workdir, "--nolock"), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
-                                env=env(), start_new_session=True)
+    if attempt:
+        _unlock(workdir)
+    proc = _start(workdir, out)
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
         if ", seeds " in out.read_text(errors="replace"):  # the run_job message: "... (bs16), seeds 0-1"
@@ -100,7 +132,7 @@ def _check_outputs(workdir: Path, reference: Path) -> list[str]:
     return leftovers
 
 
-def test_sigkill_and_rerun_incomplete_reproduces_tables(tmp_path_factory):
+def test_sigkill_and_resume_reproduces_tables(tmp_path_factory):
     reference = reference_run(tmp_path_factory)
     workdir = tmp_path_factory.mktemp("killed_run")
     write_config(workdir)
@@ -111,11 +143,8 @@ def test_sigkill_and_rerun_incomplete_reproduces_tables(tmp_path_factory):
         if "finished" in events[-1]:
             break
     assert any("SIGKILL" in e for e in events), events
-    unlock = subprocess.run(snakemake_cmd(workdir, "--unlock"), cwd=REPO, capture_output=True, text=True,
-                            timeout=300, env=env())
-    assert unlock.returncode == 0, unlock.stderr[-2000:]
-    final = subprocess.run(snakemake_cmd(workdir, "--rerun-incomplete"), cwd=REPO, capture_output=True,
-                           text=True, timeout=600, env=env())
+    _unlock(workdir)
+    final = _run(snakemake_cmd(workdir))
     assert final.returncode == 0, "\n".join(events) + final.stdout[-3000:] + final.stderr[-3000:]
 
     assert table_differences(reference, workdir) == [], events
@@ -124,3 +153,43 @@ def test_sigkill_and_rerun_incomplete_reproduces_tables(tmp_path_factory):
                          env=env())
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, dry.stderr[-2000:]
     print("\n".join(events), f"\nhidden temporary leftovers: {leftovers}")
+
+
+def _run_jobs(log: str) -> dict[int, str]:
+    """jobid -> algorithm of every run_job a Snakemake log announces ("Job 5: dp-gd on synthetic, ...")."""
+    return {int(m[0]): m[1] for m in re.findall(r"^Job (\d+): (\S+) on synthetic, eps=", log, re.MULTILINE)}
+
+
+def _job_files(workdir: Path, algorithm: str) -> list[Path]:
+    stem = workdir / f"results/runs/synthetic/{algorithm}/bs16/eps~1/seeds~0-1"
+    return [stem.with_name(stem.name + ".csv"), stem.with_name(stem.name + ".curves.parquet")]
+
+
+def test_resume_reruns_only_the_unfinished_jobs(tmp_path_factory):
+    reference = reference_run(tmp_path_factory)
+    workdir = tmp_path_factory.mktemp("resumed_run")
+    write_config(workdir)
+    log = workdir / "killed.log"
+    proc = _start(workdir, log)
+    finished_line = re.compile(r"Finished jobid: (\d+) \(Rule: run_job\)")
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and not finished_line.search(log.read_text()):
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before its first run_job finished"
+    _kill_group(proc)
+    killed = log.read_text()
+    announced = _run_jobs(killed)
+    finished = sorted(announced[int(j)] for j in finished_line.findall(killed))
+    algorithms = sorted(PIPELINE_CONFIG["algorithms"])
+    assert finished and len(finished) < len(algorithms), killed[-3000:]  # some finished, some not
+    kept = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for a in finished for p in _job_files(workdir, a)}
+
+    locked = _run(snakemake_cmd(workdir))  # without --unlock: the dead run's lock stops it
+    assert locked.returncode != 0 and "Directory cannot be locked" in locked.stdout + locked.stderr
+    _unlock(workdir)
+    resumed = _run(snakemake_cmd(workdir))
+    out = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, out[-3000:]
+    assert sorted(_run_jobs(out).values()) == sorted(set(algorithms) - set(finished)), out[-3000:]
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in kept} == kept  # finished jobs kept their files
+    assert table_differences(reference, workdir) == []

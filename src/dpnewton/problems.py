@@ -5,12 +5,21 @@ The optimum (w*, loss*, ||grad(w*)||, the solver's log) is cached beside the pre
 unchanged. With a holdout (:mod:`dpnewton.holdout`) the problem and its optimum are those of the
 training split, cached as ``<stem>.holdout~F.optimum.npz`` (+ JSON recording F). All writes are
 atomic (temporary file + rename).
+
+The cache is verified on every read (:func:`read_optimum`): the JSON must parse, the npz must have
+the SHA-256 the JSON recorded when both were written (``npz_sha256``; a cache written before that
+field existed must at least be a complete zip), and w* and loss* must agree with the JSON's ``d``
+and ``loss_opt``. A damaged cache raises :class:`dpnewton.io.DamagedFileError` naming the file and
+the fix; unlike a missing or stale cache it is not recomputed on the spot, because in the workflow
+the file belongs to rule optimum, whose readers Snakemake would otherwise rerun. The
+npz is byte-reproducible (:func:`dpnewton.io.atomic_write_npz`), so recomputing an optimum gives the
+same files and checksums, and Snakemake then reruns nothing that read them (docs/pipeline.md).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import math
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -18,16 +27,8 @@ import numpy as np
 from .algorithms.optimum import find_optimum
 from .data import load_prepared, prepare
 from .holdout import heldout_metrics, holdout_fraction, holdout_label, split_problems
-from .io import atomic_write_json, atomic_write_npz
+from .io import DamagedFileError, atomic_write_json, atomic_write_npz, check_npz, file_sha256, read_json
 from .loss import LogisticProblem
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def optimum_paths(prepared: Path, holdout: float | None = None) -> tuple[Path, Path]:
@@ -70,6 +71,7 @@ def compute_optimum(prepared: Path, out_npz: Path | None = None, out_json: Path 
                        **heldout_metrics(test, opt.w))
     try:
         atomic_write_npz(out_npz, w=opt.w, loss=np.array(opt.loss))
+        summary["npz_sha256"] = file_sha256(out_npz)  # what read_optimum checks the npz against
         atomic_write_json(out_json, summary)
     except OSError as exc:
         raise ValueError(f"cannot write the optimum cache {out_npz} ({exc.strerror or exc}); "
@@ -96,15 +98,61 @@ def load_split_from_prepared(prepared: Path, optimum: bool = True,
     problem, test = split_problems(data.X, data.y, data.name, fraction)
     if optimum:
         npz, js = optimum_paths(prepared, fraction)
-        fresh = False
-        if npz.exists() and js.exists():
-            meta = json.loads(js.read_text())
-            fresh = meta.get("prepared_sha256") == file_sha256(prepared) and meta.get("holdout") == fraction
-        if not fresh:
+        if not optimum_is_current(npz, js, prepared, fraction):
             compute_optimum(prepared, holdout=fraction)
-        with np.load(npz, allow_pickle=False) as f:
-            problem.set_optimum(f["w"], float(f["loss"]))
+        problem.set_optimum(*read_optimum(npz, js))
     return problem, test
+
+
+def optimum_fix(npz: Path, js: Path) -> str:
+    """The fix of a damaged optimum cache: delete both files; the next load recomputes them, and in
+    the workflow `snakemake <npz>` does, byte for byte, so no job that read them reruns."""
+    return (f"delete {npz} and {js}, then run `snakemake {npz}` (the target before your other options): "
+            "rule optimum recomputes both, byte for byte on the same code and machine, so no job that read "
+            "them reruns (outside the workflow the next load recomputes them)")
+
+
+def optimum_is_current(npz: Path, js: Path, prepared: Path, fraction: float | None) -> bool:
+    """Is there a cached optimum of exactly this prepared file (sha256) and holdout fraction? False
+    when either file is missing or the cache belongs to other data; a damaged cache raises
+    :class:`dpnewton.io.DamagedFileError` (:func:`check_optimum`)."""
+    if not (npz.exists() and js.exists()):
+        return False
+    meta = check_optimum(npz, js)
+    return meta.get("prepared_sha256") == file_sha256(prepared) and meta.get("holdout") == fraction
+
+
+def check_optimum(npz: Path, js: Path) -> dict:
+    """The JSON summary of an undamaged optimum cache: the JSON parses and the npz has the SHA-256
+    recorded in it (``npz_sha256``), or, for a cache written before that field, a complete zip
+    directory. Raises :class:`dpnewton.io.DamagedFileError` naming the damaged file and the fix."""
+    fix = optimum_fix(npz, js)
+    meta = read_json(js, fix)
+    if not isinstance(meta, dict):
+        raise DamagedFileError(js, "not an optimum summary (a JSON object)", fix)
+    recorded = meta.get("npz_sha256")
+    if recorded is None:
+        check_npz(npz, fix)
+    elif file_sha256(npz) != recorded:
+        raise DamagedFileError(npz, f"its SHA-256 is not the one recorded in {js.name} when both were written", fix)
+    return meta
+
+
+def read_optimum(npz: Path, js: Path) -> tuple[np.ndarray, float]:
+    """(w*, loss*) of a verified optimum cache (:func:`check_optimum`): w* must be a vector of the
+    summary's ``d`` entries and loss* a finite number equal to its ``loss_opt``."""
+    meta = check_optimum(npz, js)
+    fix = optimum_fix(npz, js)
+    try:
+        with np.load(npz, allow_pickle=False) as f:
+            w, loss = np.array(f["w"]), float(f["loss"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        raise DamagedFileError(npz, f"unreadable ({type(exc).__name__}: {exc})", fix) from None
+    if w.ndim != 1 or ("d" in meta and w.shape[0] != meta["d"]):
+        raise DamagedFileError(npz, f"w* has shape {w.shape}, {js.name} says d = {meta.get('d')}", fix)
+    if not math.isfinite(loss) or ("loss_opt" in meta and loss != meta["loss_opt"]):
+        raise DamagedFileError(npz, f"loss* = {loss!r}, {js.name} says {meta.get('loss_opt')!r}", fix)
+    return w, loss
 
 
 def prepare_source(dataset: str | None = None, data_file: str | None = None, data_dir: str | None = None,

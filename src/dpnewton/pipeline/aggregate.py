@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import atomic_path
+from ..io import (DELETE_FIX, DamagedFileError, atomic_write_csv, atomic_write_parquet, check_csv, check_parquet,
+                  read_csv, read_parquet)
 from . import frontier as fr
 from .selection import best_t as best_mean_t
 from .timing import runtime_column
@@ -53,20 +54,40 @@ TEXT_COLUMNS = ["dataset", "algorithm", "conversion", "eps_label", "nonprivate",
 """Columns read as text (a version such as 1.10 must not become the number 1.1)."""
 
 
+#: the fix of a damaged run job file
+RUN_FIX = "delete it and run `snakemake {path}` (the target before your other options): rule run_job recomputes it"
+
+
 def read_rows(path) -> pd.DataFrame:
-    frame = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS})
+    """A run job's rows, verified: :func:`dpnewton.io.check_csv` (complete, its row count, at least
+    one row) and :func:`check_job_rows` (every seed of the file has the same T values). A damaged
+    file raises :class:`dpnewton.io.DamagedFileError` naming it and the fix; it is never aggregated."""
+    frame = read_csv(path, min_rows=1, fix=RUN_FIX, dtype={c: str for c in TEXT_COLUMNS})
+    check_job_rows(frame, path)
     for c in TEXT_COLUMNS:
         if c in frame:
             frame[c] = frame[c].fillna("")
     return frame
 
 
+def check_job_rows(frame: pd.DataFrame, path) -> None:
+    """A job runs every seed at every T of its (possibly extended) grid, so each seed of its rows
+    file has the same set of T values; a file that lost rows (also one written before rows files
+    carried their count) fails this unless it lost every T of whole seeds."""
+    if not {"seed", "iterations"} <= set(frame.columns):
+        return
+    grids = frame.groupby("seed")["iterations"].agg(lambda t: tuple(sorted(t)))
+    if grids.nunique() > 1:
+        counts = ", ".join(f"seed {s}: {len(g)}" for s, g in grids.items())
+        raise DamagedFileError(path, f"its seeds have different numbers of runs ({counts})", RUN_FIX)
+
+
 def load_rows(paths) -> pd.DataFrame:
-    frames = [read_rows(p) for p in paths]
-    frames = [f for f in frames if len(f)]
-    if not frames:
+    """Every run row of the job files ``paths`` (each verified by :func:`read_rows`), with the
+    privacy check (:func:`check_privacy`) and ``solver_steps``."""
+    runs = pd.concat([read_rows(p) for p in paths], ignore_index=True) if paths else pd.DataFrame()
+    if runs.empty:
         raise ValueError("no run rows to aggregate")
-    runs = pd.concat(frames, ignore_index=True)
     return with_solver_steps(check_privacy(runs))
 
 
@@ -361,16 +382,22 @@ def frontier(summary: pd.DataFrame, baseline: pd.DataFrame, costs: dict) -> pd.D
 
 
 def write_frame(frame: pd.DataFrame, parquet_path, csv_path=None) -> None:
-    """Parquet (typed) plus a CSV mirror, both atomic."""
-    with atomic_path(parquet_path, suffix=".parquet") as tmp:
-        frame.to_parquet(tmp, index=False)
+    """Parquet (typed, page CRCs) plus a CSV mirror of the same rows (:func:`check_table_csv`), both
+    atomic."""
+    atomic_write_parquet(parquet_path, frame)
     if csv_path is not None:
-        with atomic_path(csv_path, suffix=".csv") as tmp:
-            frame.to_csv(tmp, index=False)
+        atomic_write_csv(csv_path, frame, count_rows=False)
+
+
+def check_table_csv(csv_path, parquet_path, fix: str = DELETE_FIX) -> int:
+    """A table's CSV mirror is complete when it holds its parquet twin's rows
+    (:func:`dpnewton.io.check_csv` with the twin's footer row count); returns the count."""
+    return check_csv(csv_path, expected_rows=check_parquet(parquet_path, fix), fix=fix)
 
 
 def load_curves(paths) -> pd.DataFrame:
-    frames = [pd.read_parquet(p) for p in paths if Path(p).exists()]
+    """The run jobs' curves files, each verified (:func:`dpnewton.io.read_parquet`)."""
+    frames = [read_parquet(p, fix=RUN_FIX) for p in paths if Path(p).exists()]
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame(columns=["dataset", "algorithm", "conversion", "epsilon", "seed", "iterations",

@@ -19,19 +19,22 @@ from ..algorithms import ALGORITHMS
 from .plan import (ALL_CONVERSIONS, STUDY_DEFAULTS, Job, Plan, algorithm_grids, config_hash,  # noqa: F401
                    configurations_per_algorithm, curve_epsilons, dataset_available, eps_label, expand,
                    extension_spec, protocol_summary, resolve_data_dir, seed_chunks, seed_list, studies)
-from .schema import (BOOLEAN_WORDS, SCHEMA_PATH, coerce_cli_values, fill_defaults, load_schema,  # noqa: F401
-                     validator)
+from .schema import (BOOLEAN_WORDS, SCHEMA_PATH, check_finite, coerce_cli_values, fill_defaults,  # noqa: F401
+                     load_schema, validate_config, validator)
 
 
 def load_config(cfg: dict, schema: str | Path | dict | None = None, registry=None) -> dict:
-    """The configuration entry: coerce ``--config`` strings, validate, fill the schema's defaults (in
-    place) and run the checks the schema cannot express (algorithm names against the registry, grid
-    references, caps, duplicate epsilons). Returns ``cfg``. Raises ``jsonschema.ValidationError``
-    (the schema's message, naming the key) or ``ValueError``.
+    """The configuration entry: coerce ``--config`` strings, reject NaN and infinite numbers
+    (:func:`.schema.check_finite`; the schema's bounds let NaN through), validate, fill the schema's
+    defaults (in place) and run the checks the schema cannot express (algorithm names against the
+    registry, grid references, caps, duplicate epsilons). Returns ``cfg``. Raises
+    ``jsonschema.ValidationError`` whose text is one line naming the key, the value, the rule and the
+    fix (:func:`.schema.validate_config`), or ``ValueError``.
     """
     schema = schema if isinstance(schema, dict) else load_schema(schema)
     coerce_cli_values(cfg, schema)
-    validator(schema, fill=False).validate(cfg)
+    check_finite(cfg, schema)
+    validate_config(cfg, schema)
     fill_defaults(cfg, schema)
     check_config(cfg, registry)
     return cfg

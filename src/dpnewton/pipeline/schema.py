@@ -4,15 +4,24 @@ values into a config, and giving ``--config`` strings their schema type.
 The filling is the one ``snakemake.utils.validate(set_default=True)`` did before (same keys, same
 values), so the config hash of ``protocol.json`` (over the filled config) and every job spec hash are
 unchanged by it. :func:`dpnewton.pipeline.config.load_config` is the entry that uses all of this.
+
+Errors are one line each, naming the key, the value, the rule and the fix (:func:`validate_config`,
+:func:`check_finite`): ``config key seeds: 0 is less than the minimum of 1; set seeds to an integer
+>= 1, or a non-empty list of distinct integers >= 0``. An unknown key names the keys allowed beside
+it, the closest first; oneOf/anyOf errors say what the key accepts instead of "not valid under any
+of the given schemas"; the schema itself is never printed.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
+import math
 from pathlib import Path
 
 import yaml
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema.exceptions import best_match
 
 #: the workflow's config schema (the checkout's ``workflow/schemas``; ``load_config`` takes another)
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
@@ -132,3 +141,160 @@ def coerce_cli_values(cfg: dict, schema: dict) -> dict:
     fix(cfg, schema, "")
     return cfg
 
+
+
+# ---------------------------------------------------------------------------------------------
+# One-line messages: the key, the value, the rule and the fix
+# ---------------------------------------------------------------------------------------------
+def config_error(message: str, path=()) -> ValidationError:
+    """A ``jsonschema.ValidationError`` whose text is ``message`` alone (one line; no schema dump)."""
+    return ValidationError(message, path=list(path))
+
+
+def key_name(path) -> str:
+    """``('algorithms', 'dp-gd', 'grid')`` -> ``algorithms.dp-gd.grid``; list indices as ``[i]``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _resolve(node, defs: dict) -> dict:
+    """The node a ``$ref`` points to (followed until none is left); {} for a non-mapping."""
+    while isinstance(node, dict) and "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[-1]]
+    return node if isinstance(node, dict) else {}
+
+
+def _alternatives(node: dict, defs: dict) -> list[dict]:
+    """The node itself, or its oneOf/anyOf branches (resolved)."""
+    alts = node.get("oneOf") or node.get("anyOf")
+    return [_resolve(a, defs) for a in alts] if alts else [node]
+
+
+def node_at(schema: dict, path) -> dict:
+    """The schema node of the config key at ``path`` ({} where the schema says nothing)."""
+    defs = schema.get("$defs", {})
+    node = _resolve(schema, defs)
+    for part in path:
+        found = {}
+        for alt in _alternatives(node, defs):
+            if isinstance(part, int) and isinstance(alt.get("items"), dict):
+                found = alt["items"]
+            elif not isinstance(part, int) and part in alt.get("properties", {}):
+                found = alt["properties"][part]
+            elif not isinstance(part, int) and isinstance(alt.get("additionalProperties"), dict):
+                found = alt["additionalProperties"]
+            if found:
+                break
+        node = _resolve(found, defs)
+    return node
+
+
+def _bounds(node: dict) -> str:
+    """A number node's bounds in words: ``>= 0 and < 1``; '' without bounds."""
+    signs = [(">=", "minimum"), (">", "exclusiveMinimum"), ("<=", "maximum"), ("<", "exclusiveMaximum")]
+    return " and ".join(f"{sign} {node[key]}" for sign, key in signs if key in node)
+
+
+_NOUNS = {"number": ("a number", "numbers"), "integer": ("an integer", "integers"), "string": ("a string", "strings"),
+          "boolean": ("true or false", "booleans"), "null": ("null", "nulls"), "object": ("a mapping", "mappings")}
+
+
+def describe(node: dict, schema: dict, plural: bool = False) -> str:
+    """What a schema node accepts, in words: ``a number > 0``, ``an integer >= 1, or a non-empty list
+    of distinct integers >= 0``, ``one of error, skip``, ``a mapping with the keys a, b``."""
+    defs = schema.get("$defs", {})
+    node = _resolve(node, defs)
+    if node.get("oneOf") or node.get("anyOf"):
+        return ", or ".join(describe(a, schema, plural) for a in _alternatives(node, defs))
+    if "enum" in node:
+        return ("any of " if plural else "one of ") + ", ".join(str(v) for v in node["enum"])
+    types = node.get("type", [])
+    words = [_describe_type(t, node, schema, plural) for t in ([types] if isinstance(types, str) else types)]
+    return ", or ".join(words) or ("values" if plural else "a value")
+
+
+def _describe_type(kind: str, node: dict, schema: dict, plural: bool) -> str:
+    """One JSON type of a node in words (:func:`describe`): lists with their items, numbers with their
+    bounds, closed mappings with their keys."""
+    if kind == "array":
+        size = "non-empty " if node.get("minItems", 0) >= 1 else ""
+        distinct = "distinct " if node.get("uniqueItems") else ""
+        items = describe(node["items"], schema, plural=True) if isinstance(node.get("items"), dict) else "values"
+        return f"{'' if plural else 'a '}{size}list{'s' if plural else ''} of {distinct}{items}"
+    noun = _NOUNS.get(kind, ("a value", "values"))[1 if plural else 0]
+    if kind in ("number", "integer") and _bounds(node):
+        return f"{noun} {_bounds(node)}"
+    if kind == "object" and node.get("additionalProperties") is False and node.get("properties"):
+        return f"{noun} with the keys {', '.join(sorted(node['properties']))}"
+    if kind == "object" and isinstance(node.get("additionalProperties"), dict):
+        return f"{noun} of names to {describe(node['additionalProperties'], schema, plural=True)}"
+    return noun
+
+
+def allowed_keys(schema: dict, path) -> list[str]:
+    """The keys the schema allows in the mapping at ``path`` (sorted)."""
+    node = node_at(schema, path)
+    defs = schema.get("$defs", {})
+    return sorted({k for alt in _alternatives(node, defs) for k in alt.get("properties", {})})
+
+
+def _where(path) -> str:
+    """The key at ``path`` as the messages name it; the top level by name."""
+    return key_name(path) or "the top level"
+
+
+def unknown_key_message(schema: dict, path, key: str) -> str:
+    """The unknown key, the keys allowed beside it (the closest first, if any is close) and the fix."""
+    allowed = allowed_keys(schema, path)
+    close = difflib.get_close_matches(key, allowed, n=2, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return (f"config key {key_name([*path, key])}: unknown key ({key!r} was unexpected{hint}); "
+            f"{_where(path)} takes {', '.join(allowed)}: rename or remove it")
+
+
+def schema_error_message(err: ValidationError, schema: dict) -> str:
+    """One line for the most relevant error of a config (``jsonschema.exceptions.best_match``)."""
+    path = list(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        node = node_at(schema, path)
+        known = {k for alt in _alternatives(node, schema.get("$defs", {})) for k in alt.get("properties", {})}
+        extra = sorted(k for k in err.instance if k not in known)
+        if extra:
+            return unknown_key_message(schema, path, extra[0])
+    if "propertyNames" in err.schema_path:
+        allowed = [str(v) for v in err.schema.get("enum", [])]
+        close = difflib.get_close_matches(str(err.instance), allowed, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return (f"config key {key_name([*path, err.instance])}: {err.message}{hint}; rename it to one of "
+                f"those or remove it")
+    problem = err.message
+    if err.validator in ("oneOf", "anyOf"):
+        problem = f"{err.instance!r} is not accepted"
+    return f"config key {_where(path)}: {problem}; set {_where(path)} to {describe(node_at(schema, path), schema)}"
+
+
+def validate_config(cfg: dict, schema: dict) -> None:
+    """Validate against the schema; the first error (the most relevant one) is raised as a one-line
+    ``jsonschema.ValidationError`` (:func:`schema_error_message`)."""
+    err = best_match(validator(schema, fill=False).iter_errors(cfg))
+    if err is not None:
+        raise config_error(schema_error_message(err, schema), err.absolute_path) from None
+
+
+def check_finite(cfg, schema: dict, path=()) -> None:
+    """No number in the config is NaN or infinite. JSON schema's bounds let NaN through (every
+    comparison with NaN is false), and no key takes either, so both are rejected here, naming the key
+    and what it takes."""
+    if isinstance(cfg, dict):
+        for key, value in cfg.items():
+            check_finite(value, schema, (*path, key))
+    elif isinstance(cfg, list):
+        for i, value in enumerate(cfg):
+            check_finite(value, schema, (*path, i))
+    elif isinstance(cfg, float) and not math.isfinite(cfg):
+        what = "not a number (NaN)" if math.isnan(cfg) else "not a finite number"
+        node = node_at(schema, path)
+        takes = describe(node, schema) if node else "a finite number"
+        raise config_error(f"config key {_where(path)}: {cfg!r} is {what}; set {_where(path)} to {takes}", path)

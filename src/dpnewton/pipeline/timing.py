@@ -40,7 +40,7 @@ import pandas as pd
 from threadpoolctl import threadpool_info
 
 from ..experiment import last_iterate_only, run_algorithm
-from ..io import atomic_path
+from ..io import atomic_write_csv, read_csv
 from ..problems import load_problem_from_prepared
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -162,7 +162,8 @@ def lone_runtime(costs: dict[tuple[str, str], tuple[float, float]], dataset: str
 
 def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.DataFrame:
     """Entry point of the timing rule: time ``spec['configurations']`` on one prepared dataset (on its
-    training split when ``spec`` has a ``holdout``, as the run jobs)."""
+    training split when ``spec`` has a ``holdout``, as the run jobs). Returns the raw rows as written
+    (with their ``file_rows`` column)."""
     problem = load_problem_from_prepared(Path(prepared), holdout=spec.get("holdout"))
     blas = sorted({f"{i.get('internal_api')} {i.get('version')}" for i in threadpool_info()})
     log.info("timing on %s (n=%d, d=%d): %s, %d rounds, ~%.2g s per timed run, epsilon %g (%s); BLAS %s",
@@ -175,14 +176,20 @@ def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.Data
         log.info("cost %s/%s: first update %.4g ms, then %.4g ms per update (medians of %d; range %.4g-%.4g ms, "
                  "spread %.1f%%)", r.dataset, r.algorithm, 1e3 * r.first_update_s, 1e3 * r.s_per_update, r.rounds,
                  1e3 * r.s_per_update_min, 1e3 * r.s_per_update_max, 100 * r.spread)
-    with atomic_path(out_csv, suffix=".csv") as tmp:
-        raw.to_csv(tmp, index=False)
-    return raw
+    return atomic_write_csv(out_csv, raw)  # with its row count (dpnewton.io.check_csv)
+
+
+#: the fix of a damaged timing file
+TIMING_FIX = ("delete it and run `snakemake {path}` (the target before your other options): rule time_updates "
+              "recomputes it")
 
 
 def load_costs(paths) -> pd.DataFrame:
-    """Per-update costs (COST_COLUMNS) from the timing rule's raw CSV files."""
-    frames = [pd.read_csv(p, dtype={"dataset": str, "algorithm": str, "base_algorithm": str}) for p in paths]
+    """Per-update costs (COST_COLUMNS) from the timing rule's raw CSV files, each verified first
+    (:func:`dpnewton.io.check_csv`: complete, its row count, at least one row; a damaged file raises
+    :class:`dpnewton.io.DamagedFileError` naming it and the fix)."""
+    frames = [read_csv(p, min_rows=1, fix=TIMING_FIX, dtype={"dataset": str, "algorithm": str, "base_algorithm": str})
+              for p in paths]
     frames = [f for f in frames if len(f)]
     return summarize_costs(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RAW_COLUMNS))
 

@@ -15,8 +15,10 @@ labelled so. The two tracks here answer what a user really gets (docs/algorithms
   any data is seen, by a documented rule (:data:`ITERATION_RULES`), at the full budget.
 
 A job is one (track, dataset, method, epsilon) with all repetitions; each repetition is
-checkpointed like the run jobs' units (:func:`dpnewton.pipeline.jobs.load_checkpoint`), so an
-interrupted job resumes with identical results. Every draw derives from the repetition's seed
+checkpointed like the run jobs' units (:func:`dpnewton.pipeline.jobs.save_checkpoint`, verified by
+:func:`~dpnewton.pipeline.jobs.load_checkpoint`), so an interrupted job resumes with identical
+results. Its rows file carries its row count (:func:`dpnewton.io.atomic_write_csv`), which
+:func:`read_track_rows` verifies. Every draw derives from the repetition's seed
 (:func:`repetition_seed`), so results do not depend on batching or order.
 """
 
@@ -33,10 +35,10 @@ import numpy as np
 import pandas as pd
 
 from ..experiment import last_iterate_only, resolve_budget, run_at_rho
-from ..io import atomic_path
+from ..io import atomic_write_csv, atomic_write_parquet, read_csv
 from ..problems import load_split_from_prepared
 from ..tuning import private_select
-from .jobs import flatten_record, checkpoint_dir, load_checkpoint, provenance, utc_timestamp
+from .jobs import checkpoint_dir, flatten_record, load_checkpoint, provenance, save_checkpoint, utc_timestamp
 from .plan import eps_label
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -134,7 +136,8 @@ UNITS = {"private-selection": _selection_unit, "fixed-rule": _fixed_unit}
 
 def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path,
                   source_dir: str | Path | None = None) -> pd.DataFrame:
-    """Run every repetition of one track job (``spec``: :func:`expand_tracks`), write its rows."""
+    """Run every repetition of one track job (``spec``: :func:`expand_tracks`), write its rows; returns
+    them as written (with their ``file_rows`` column)."""
     if spec["track"] not in UNITS:
         raise ValueError(f"track {spec['track']!r} is unknown; choose one of {list(UNITS)}")
     problem, _ = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"))
@@ -155,15 +158,12 @@ def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path,
                    "eps_label": spec["eps_label"], "repetition": rep, "n": problem.n, "d": problem.d,
                    **UNITS[spec["track"]](problem, spec, rep), **prov, "timestamp_utc": utc_timestamp()}
             done = {"rows": [flatten_record(row)], "curves": []}
-            with atomic_path(unit, suffix=".pkl") as tmp:
-                pd.to_pickle({"key": key, **done}, tmp)
+            save_checkpoint(unit, key, done)
         row = done["rows"][0]
         rows.append(row)
         log.info("progress %d/%d repetitions: T=%s (%s) excess_loss=%.6g", k, len(reps),
                  row["selected_iterations"], row["selected_variant"], row["excess_loss"])
-    frame = pd.DataFrame(rows)
-    with atomic_path(rows_out, suffix=".csv") as tmp:
-        frame.to_csv(tmp, index=False)
+    frame = atomic_write_csv(rows_out, pd.DataFrame(rows))  # with its row count (dpnewton.io.check_csv)
     shutil.rmtree(partial, ignore_errors=True)
     return frame
 
@@ -253,15 +253,24 @@ def track_table(rows: pd.DataFrame) -> pd.DataFrame:
 TABLE_NAMES = {"private-selection": "private_selection", "fixed-rule": "fixed_rule"}
 
 
+#: the fix of a damaged track rows file
+ROWS_FIX = "delete it and run `snakemake {path}` (the target before your other options): rule run_track recomputes it"
+
+
+def read_track_rows(path) -> pd.DataFrame:
+    """A track job's rows, verified (:func:`dpnewton.io.check_csv`: complete, its row count, at least
+    one row); a damaged file raises :class:`dpnewton.io.DamagedFileError` naming it and the fix."""
+    return read_csv(path, min_rows=1, fix=ROWS_FIX, dtype={"eps_label": str})
+
+
 def write_track_tables(row_files, outputs: dict[str, tuple[str | Path, str | Path]]) -> pd.DataFrame:
-    """The tables of the jobs' row files (:func:`track_table`), one per track: ``outputs`` maps a
-    track to its (parquet, csv) paths; a track without jobs gets an empty table. Written atomically."""
-    frames = [pd.read_csv(f, dtype={"eps_label": str}) for f in row_files]
+    """The tables of the jobs' row files (:func:`track_table`; each file verified by
+    :func:`read_track_rows`), one per track: ``outputs`` maps a track to its (parquet, csv) paths; a
+    track without jobs gets an empty table. Written atomically (parquet with page CRCs, a CSV mirror)."""
+    frames = [read_track_rows(f) for f in row_files]
     table = track_table(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame(columns=TABLE_KEYS)
     for track, (parquet, csv) in outputs.items():
         part = table[table["track"] == track]
-        with atomic_path(parquet, suffix=".parquet") as tmp:
-            part.to_parquet(tmp, index=False)
-        with atomic_path(csv, suffix=".csv") as tmp:
-            part.to_csv(tmp, index=False)
+        atomic_write_parquet(parquet, part)
+        atomic_write_csv(csv, part, count_rows=False)
     return table

@@ -1,0 +1,316 @@
+"""Damaged intermediate files are detected on read and never aggregated or trusted silently.
+
+Each result, optimum and checkpoint file carries what its reader needs (``dpnewton.io``): the run,
+track and timing CSVs a ``file_rows`` column and a final line break, parquet files their footer and
+page CRCs, the optimum's JSON the SHA-256 of its npz, a checkpoint the SHA-256 of its unit. Unit
+tests cut and change real files at every position and check the exact error (file, problem, fix);
+the slow workflow tests damage a finished run's optimum and one of its run files, and check that
+Snakemake stops before any job with the one-line message, that nothing under ``results/`` was
+deleted or changed, and that the documented fix (delete the file, ``snakemake <file>``) restores
+the same tables; for the optimum without rerunning the jobs that read it (the recomputed files are
+byte-identical, so Snakemake's input checksums match).
+
+Measured on the shared 2-core machine at load 2-5: the 10 unit tests 13 s; the 2 workflow tests
+51 s, of which about 25 s is the reference run of tests/test_determinism.py (made once per session,
+shared when run together).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpnewton import io
+from dpnewton.data import prepare
+from dpnewton.pipeline import aggregate as agg
+from dpnewton.pipeline import jobs, timing, tracks
+from dpnewton.problems import compute_optimum, load_problem_from_prepared, optimum_fix, optimum_paths
+from test_determinism import REPO, env, reference_run, snakemake_cmd, table_differences
+
+RUN_FIX = "rule run_job recomputes it"
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data")
+    return prepare("synthetic", cache_dir=d, out=d / "synthetic.npz", n=400, d=4, seed=1).path
+
+
+@pytest.fixture(scope="module")
+def job(prepared, tmp_path_factory):
+    """A finished run job: DP-GD, 2 seeds x 8 T = 16 rows (the size of the reported case)."""
+    out = tmp_path_factory.mktemp("job")
+    spec = {"dataset": "synthetic", "algorithm": "dp-gd", "conversion": "bs16", "eps_label": "1", "epsilon": 1.0,
+            "seeds": [0, 1], "iterations": [1, 2, 3, 4, 5, 6, 7, 8], "delta": None, "hyper": {},
+            "curves_max_points": 4}
+    jobs.run_job(prepared, spec, out / "seeds~0-1.csv", out / "seeds~0-1.curves.parquet")
+    return out
+
+
+def _cut(src: Path, dst: Path, size: int) -> Path:
+    dst.write_bytes(src.read_bytes()[:size])
+    return dst
+
+
+# ---- CSV: the run rows ------------------------------------------------------------------------
+def test_every_cut_of_a_run_file_is_detected(job, tmp_path):
+    assert io.check_csv(job / "seeds~0-1.csv", min_rows=1) == 16
+    rows = tmp_path / "three.csv"  # three of its rows, as a job of three runs writes them (about 2 kB)
+    io.atomic_write_csv(rows, agg.read_rows(job / "seeds~0-1.csv").iloc[:3])
+    assert io.check_csv(rows, min_rows=1) == 3
+    raw = rows.read_bytes()
+    for size in range(len(raw)):  # every byte position, including the empty file
+        with pytest.raises(io.DamagedFileError):
+            io.check_csv(_cut(rows, tmp_path / "cut.csv", size), min_rows=1)
+
+
+def test_a_run_file_that_lost_two_rows_is_not_aggregated(job, tmp_path):
+    """The reported case (16 rows read as 14): the error names the file, both counts and the fix."""
+    rows = job / "seeds~0-1.csv"
+    lines = rows.read_text().splitlines(keepends=True)
+    cut = tmp_path / "seeds~0-1.csv"
+    cut.write_text("".join(lines[:15]))  # header + 14 whole rows
+    with pytest.raises(io.DamagedFileError) as err:
+        agg.load_rows([rows, cut])
+    assert str(err.value) == (f"{cut} is damaged (it holds 14 rows and was written with 16): delete it and run "
+                              f"`snakemake {cut}` (the target before your other options): {RUN_FIX}")
+    half = _cut(rows, tmp_path / "half.csv", len(rows.read_bytes()) // 2)
+    with pytest.raises(io.DamagedFileError, match=r"half\.csv is damaged \(it ends inside a row"):
+        agg.load_rows([half])
+    # the intact file loads, without the file_rows column, all 16 rows
+    runs = agg.load_rows([rows])
+    assert len(runs) == 16 and io.ROWS_COLUMN not in runs and runs["seed"].nunique() == 2
+
+
+def test_a_file_without_the_row_count_is_checked_by_its_seeds(job, tmp_path):
+    """Rows written before files carried their count: every seed must have the job's T grid."""
+    frame = pd.read_csv(job / "seeds~0-1.csv").drop(columns=io.ROWS_COLUMN)
+    legacy = tmp_path / "legacy.csv"
+    frame.iloc[:14].to_csv(legacy, index=False)
+    with pytest.raises(io.DamagedFileError, match=r"legacy\.csv is damaged \(its seeds have different numbers of "
+                                                  r"runs \(seed 0: 8, seed 1: 6\)\)"):
+        agg.load_rows([legacy])
+    frame.to_csv(legacy, index=False)
+    assert len(agg.load_rows([legacy])) == 16
+
+
+def test_damaged_track_and_timing_files_are_errors(tmp_path):
+    frame = pd.DataFrame({"track": ["fixed-rule"] * 3, "dataset": "s", "method": "m", "epsilon": 1.0,
+                          "excess_loss": [0.1, 0.2, 0.3], "n_configurations": 1, "selected_iterations": 4,
+                          "secret_candidate_iterations": 4})
+    rows = tmp_path / "eps~1.csv"
+    io.atomic_write_csv(rows, frame)
+    lines = rows.read_text().splitlines(keepends=True)
+    rows.write_text("".join(lines[:3]))
+    out = {"fixed-rule": (tmp_path / "t.parquet", tmp_path / "t.csv")}
+    with pytest.raises(io.DamagedFileError, match="holds 2 rows and was written with 3.*rule run_track recomputes"):
+        tracks.write_track_tables([rows], out)
+    assert not (tmp_path / "t.parquet").exists()
+    raw = pd.DataFrame({"dataset": "s", "algorithm": "a", "base_algorithm": "a", "round": [0, 1], "position": 0,
+                        "steps": 10, "update_s": 1.0, "first_update_s": 0.1, "s_per_update": 0.1})
+    timing_csv = tmp_path / "timing.csv"
+    io.atomic_write_csv(timing_csv, raw)
+    assert len(timing.load_costs([timing_csv])) == 1
+    _cut(timing_csv, timing_csv, timing_csv.stat().st_size - 3)
+    with pytest.raises(io.DamagedFileError, match="ends inside a row.*rule time_updates recomputes"):
+        timing.load_costs([timing_csv])
+
+
+# ---- parquet: curves, ledgers, tables ---------------------------------------------------------
+def test_parquet_damage_is_an_error_never_a_silent_change(job, tmp_path):
+    curves = job / "seeds~0-1.curves.parquet"
+    want = pd.read_parquet(curves)
+    raw = curves.read_bytes()
+    with pytest.raises(io.DamagedFileError, match="not a complete parquet file"):
+        io.read_parquet(_cut(curves, tmp_path / "cut.parquet", len(raw) // 2))
+    outcomes = {"error": 0, "same": 0}
+    for i in range(4, len(raw) - 8, 7):  # flip one bit at a time, all over the file
+        flipped = bytearray(raw)
+        flipped[i] ^= 0x01
+        (tmp_path / "flip.parquet").write_bytes(flipped)
+        try:
+            got = io.read_parquet(tmp_path / "flip.parquet")
+        except io.DamagedFileError:
+            outcomes["error"] += 1
+            continue
+        pd.testing.assert_frame_equal(got, want)  # a flip that reads must change nothing
+        outcomes["same"] += 1
+    assert outcomes["error"] > outcomes["same"], outcomes
+
+
+def test_a_table_csv_is_checked_against_its_parquet_twin(tmp_path):
+    frame = pd.DataFrame({"a": range(5), "b": list("vwxyz")})
+    agg.write_frame(frame, tmp_path / "t.parquet", tmp_path / "t.csv")
+    assert agg.check_table_csv(tmp_path / "t.csv", tmp_path / "t.parquet") == 5
+    lines = (tmp_path / "t.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "t.csv").write_text("".join(lines[:4]))
+    with pytest.raises(io.DamagedFileError, match=r"t\.csv is damaged \(it holds 3 rows, 5 expected\)"):
+        agg.check_table_csv(tmp_path / "t.csv", tmp_path / "t.parquet")
+
+
+# ---- the cached optimum -----------------------------------------------------------------------
+def test_the_optimum_is_byte_reproducible(prepared, tmp_path):
+    a = compute_optimum(prepared, tmp_path / "a.npz", tmp_path / "a.json")
+    b = compute_optimum(prepared, tmp_path / "b.npz", tmp_path / "b.json")
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    assert a == b and a["npz_sha256"] == io.file_sha256(tmp_path / "a.npz")
+
+
+def _fresh_cache(prepared, tmp_path) -> tuple[Path, Path, Path]:
+    data = tmp_path / "data"
+    data.mkdir()
+    copy = data / "synthetic.npz"
+    shutil.copy(prepared, copy)
+    shutil.copy(prepared.with_suffix(".json"), data / "synthetic.json")
+    load_problem_from_prepared(copy)  # computes the cache
+    return copy, *optimum_paths(copy)
+
+
+def test_a_truncated_optimum_is_an_error_not_a_bad_zip(prepared, tmp_path):
+    copy, npz, js = _fresh_cache(prepared, tmp_path)
+    good = load_problem_from_prepared(copy)
+    _cut(npz, npz, npz.stat().st_size // 2)
+    with pytest.raises(io.DamagedFileError) as err:
+        load_problem_from_prepared(copy)
+    assert str(err.value) == (f"{npz} is damaged (its SHA-256 is not the one recorded in synthetic.optimum.json "
+                              f"when both were written): {optimum_fix(npz, js)}")
+    assert optimum_fix(npz, js).startswith(f"delete {npz} and {js}, then run `snakemake {npz}`")
+    js.write_text(js.read_text()[:40])
+    with pytest.raises(io.DamagedFileError, match=r"synthetic\.optimum\.json is damaged \(not complete JSON"):
+        load_problem_from_prepared(copy)
+    npz.unlink()
+    js.unlink()
+    again = load_problem_from_prepared(copy)  # the fix: delete both, the next load recomputes them
+    assert again.loss_opt == good.loss_opt and np.array_equal(again.w_opt, good.w_opt)
+
+
+def test_an_optimum_cache_from_before_the_checksum_is_still_read_and_checked(prepared, tmp_path):
+    copy, npz, js = _fresh_cache(prepared, tmp_path)
+    meta = json.loads(js.read_text())
+    del meta["npz_sha256"]
+    js.write_text(json.dumps(meta))
+    with np.load(npz) as f:
+        w, loss = f["w"], f["loss"]
+    np.savez(npz, w=w, loss=loss)  # written as before: numpy's own savez, with its time stamps
+    assert load_problem_from_prepared(copy).loss_opt == float(loss)
+    np.savez(npz, w=w[:-1], loss=loss)
+    with pytest.raises(io.DamagedFileError, match=rf"optimum\.npz is damaged \(w\* has shape \({len(w) - 1},\), "
+                                                  rf"synthetic\.optimum\.json says d = {len(w)}\)"):
+        load_problem_from_prepared(copy)
+    np.savez(npz, w=w, loss=loss + 1e-3)
+    with pytest.raises(io.DamagedFileError, match=r"loss\* = .*, synthetic\.optimum\.json says"):
+        load_problem_from_prepared(copy)
+    _cut(npz, npz, npz.stat().st_size - 10)
+    with pytest.raises(io.DamagedFileError, match="not a complete npz file"):
+        load_problem_from_prepared(copy)
+
+
+# ---- checkpoints ------------------------------------------------------------------------------
+def test_a_checkpoint_that_fails_its_digest_is_recomputed(tmp_path, caplog):
+    key = {"config_hash": "abc", "seed": 0, "iterations": [1, 2]}
+    unit = {"rows": [{"seed": 0, "excess_loss": 0.125}], "curves": [], "seconds": 1.5, "ledger": []}
+    path = tmp_path / "round0_seed0.pkl"
+    jobs.save_checkpoint(path, key, unit)
+    assert jobs.load_checkpoint(path, key) == unit
+    saved = pd.read_pickle(path)
+    body = bytearray(saved["body"])
+    i = bytes(body).index(struct.pack(">d", 0.125))  # the pickled excess loss (a big-endian double)
+    body[i + 7] ^= 0x01  # 0.125 -> 0.12500000000000003: still a valid pickle, another number
+    assert pickle.loads(bytes(body))["rows"][0]["excess_loss"] != 0.125
+    pd.to_pickle({**saved, "body": bytes(body)}, path)
+    with caplog.at_level(logging.WARNING, logger="dpnewton.pipeline"):
+        assert jobs.load_checkpoint(path, key) is None
+    assert f"ignoring damaged checkpoint {path} (its contents do not match the SHA-256" in caplog.text
+
+
+# ---- the workflow: stop before any job, delete nothing; the documented fix --------------------
+def _state(workdir: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under results/: (mtime in ns, bytes)."""
+    return {str(p.relative_to(workdir)): (p.stat().st_mtime_ns, p.read_bytes())
+            for p in sorted((workdir / "results").rglob("*")) if p.is_file()}
+
+
+def _damaged_copy(tmp_path_factory, name: str, relpath: str) -> tuple[Path, Path]:
+    """A copy of the reference run (modification times kept) with ``relpath`` cut in half."""
+    workdir = tmp_path_factory.mktemp(name)
+    shutil.copytree(reference_run(tmp_path_factory), workdir, symlinks=True, dirs_exist_ok=True)
+    target = workdir / relpath
+    _cut(target, target, target.stat().st_size // 2)
+    return workdir, target
+
+
+def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(snakemake_cmd(workdir, *args), cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env=env())
+
+
+def _make(workdir: Path, target: str) -> subprocess.CompletedProcess:
+    """``snakemake <target>``, the target first (before --configfile, which takes several values)."""
+    cmd = [sys.executable, "-m", "snakemake", target, "--cores", "1", "--directory", str(workdir),
+           "--configfile", str(workdir / "cfg.yaml")]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=env())
+
+
+def _ran(log: str) -> dict[str, int]:
+    """Snakemake's job stats: rule -> jobs run (the table between "Job stats:" and its total)."""
+    table = log.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
+
+
+def _stopped_with(res: subprocess.CompletedProcess, message: str) -> None:
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    assert f"{message} (nothing was run or deleted)" in [line.strip() for line in out.splitlines()], out[-3000:]
+    assert "Finished jobid" not in out and "Removing output files" not in out
+
+
+@pytest.mark.slow
+def test_a_damaged_optimum_stops_the_workflow_and_its_fix_reruns_nothing(tmp_path_factory):
+    relpath = "results/data/synthetic.optimum.npz"
+    workdir, npz = _damaged_copy(tmp_path_factory, "damaged_optimum", relpath)
+    js = npz.with_name("synthetic.optimum.json")
+    damaged = _state(workdir)
+    _stopped_with(_snakemake(workdir), f"{relpath} is damaged (its SHA-256 is not the one recorded in "
+                                       f"synthetic.optimum.json when both were written): "
+                                       f"{optimum_fix(Path(relpath), Path(relpath).with_name(js.name))}")
+    assert _state(workdir) == damaged  # the runs, tracks and timings that read it are all still there
+    npz.unlink()
+    js.unlink()
+    made = _make(workdir, relpath)
+    assert made.returncode == 0 and "Job stats:" in made.stdout + made.stderr, made.stderr[-3000:]
+    log = made.stdout + made.stderr
+    assert _ran(log) == {"optimum": 1}, log[-3000:]
+    reference = reference_run(tmp_path_factory)
+    for p in (npz, js):  # byte for byte: Snakemake's input checksums match, no reader reruns
+        assert p.read_bytes() == (reference / "results/data" / p.name).read_bytes()
+    dry = _snakemake(workdir, "-n")
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, dry.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_a_damaged_run_file_stops_the_workflow_and_its_fix_restores_the_tables(tmp_path_factory):
+    relpath = "results/runs/synthetic/dp-gd/bs16/eps~1/seeds~0-1.csv"
+    workdir, rows = _damaged_copy(tmp_path_factory, "damaged_rows", relpath)
+    damaged = _state(workdir)
+    _stopped_with(_snakemake(workdir), f"{relpath} is damaged (it ends inside a row: the file was cut short): "
+                                       f"delete it and run `snakemake {relpath}` (the target before your other "
+                                       f"options): rule run_job recomputes it")
+    assert _state(workdir) == damaged  # the tables made from the intact file are still there
+    rows.unlink()
+    made = _make(workdir, relpath)
+    log = made.stdout + made.stderr
+    assert made.returncode == 0 and _ran(log) == {"run_job": 1}, log[-3000:]
+    final = _snakemake(workdir)  # the new rows are newer: rule aggregate remakes the tables
+    assert final.returncode == 0 and _ran(final.stdout + final.stderr) == {"aggregate": 1}, final.stderr[-3000:]
+    assert table_differences(reference_run(tmp_path_factory), workdir) == []
