@@ -233,7 +233,7 @@ def test_fit_releases_the_average():
     rng = np.random.default_rng(3)
     X = rng.standard_normal((200, 4))
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    out = fit(X, y, "hess-clip", 1.0, iterations=6, seed=0, average="uniform")
+    out = fit(X, y, "precond-dp-gd", 1.0, iterations=6, seed=0, average="uniform")
     assert np.array_equal(out.weights, out.run.w) and not np.array_equal(out.weights, out.run.w_last)
     assert out.record["excess_loss"] == out.run.averaged_excess_loss
 
@@ -246,7 +246,7 @@ def test_estimator_releases_the_average_with_the_same_privacy_record():
     rng = np.random.default_rng(4)
     X = rng.standard_normal((200, 3))
     y = np.where(X[:, 1] > 0, 1, 0)
-    kw = dict(epsilon=1.0, algorithm="qu-clip", iterations=6, random_state=0, data_norm=5.0)
+    kw = dict(epsilon=1.0, algorithm="precond-dp-gd", iterations=6, random_state=0, data_norm=5.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         last = DPLogisticRegression(**kw).fit(X, y)

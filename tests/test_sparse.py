@@ -145,8 +145,8 @@ NO_DENSE_COPY = textwrap.dedent("""
     except MemoryError:
         pass
     for algorithm in ("dp-gd", "precond-dp-gd", "objpert"):
-        fit = dpnewton.fit(X, y, algorithm=algorithm, epsilon=1, iterations=5, seed=0,
-                           excess_loss=algorithm == "dp-gd")     # the optimum once
+        fit = dpnewton.fit(X, y, algorithm=algorithm, epsilon=1, delta=1e-13, iterations=5, seed=0,
+                           excess_loss=algorithm == "dp-gd")     # the optimum once; delta < 1/n
         assert np.isfinite(fit.weights).all(), algorithm
     print("ok")
 """)
