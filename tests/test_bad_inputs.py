@@ -395,3 +395,13 @@ def test_gzip_larger_than_memory_is_refused(tmp_path, capsys, monkeypatch):
     data = tmp_path / "many.csv.gz"
     data.write_bytes(gzip.compress(b"0.5,1\n" * (2**20 // 6)) * 48)
     refused(cli(capsys, *run_args(data, tmp_path / "cache")), "many.csv.gz", "decompresses to more than 32 MiB")
+
+
+def test_library_default_delta_checks_epsilon_before_the_data(tmp_path, capsys):
+    """Under add-remove the default delta is the public 1e-5, so an epsilon bs16 cannot represent at
+    it is refused before any data is prepared."""
+    cache = tmp_path / "cache"
+    refused(cli(capsys, "run", "--dataset", "synthetic", "--cache-dir", cache, "--algorithm", "dp-gd", "-T", 5,
+                "--epsilon", "1e-12"),
+            "epsilon=1e-12", "delta=1e-05", "bs16", "3.1831e-11")
+    assert not cache.exists()

@@ -155,8 +155,9 @@ def _cmd_run(args) -> int:
         raise ValueError(f"--seed {args.seed} must be an integer >= 0 (omit --seed for fresh randomness)")
     hyper = _parse_hyper(args.hyper)
     _check_hyper(args.algorithm, hyper)
-    if args.delta is not None:
-        epsilon_to_rho(args.epsilon, args.delta, args.conversion)
+    if args.delta is not None or args.neighbouring == LIBRARY_RELATION:   # delta known without n
+        epsilon_to_rho(args.epsilon, default_delta(args.neighbouring, 0) if args.delta is None else args.delta,
+                       args.conversion)
     _check_run_memory(args.algorithm, args.iterations)
     if args.save_model and not args.save_model.endswith(SUFFIXES):
         raise ValueError(f"--save-model {args.save_model}: the file must end in {' or '.join(SUFFIXES)}")
