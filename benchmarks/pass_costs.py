@@ -15,7 +15,7 @@ The three are fitted as per-element time constants
 
     Gram pass = (b / a) d,          eigh = (c / a) d^2 / n.
 
-The ratios b/a and c/a are what frontier.py stores (GRAM_PER_D, EIGH_PER_D2_OVER_N). The shapes
+The ratios b/a and c/a are what dpnewton/algorithms/costs.py stores (GRAM_PER_D, EIGH_PER_D2_OVER_N). The shapes
 cover the datasets of the configs (a1a-like 1605 x 123, protein-like 145751 x 74 scaled down,
 synthetic 400 x 5) and a wider d. Output: benchmarks/results/pass_costs.csv and pass_costs.md.
 

@@ -11,11 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpnewton.algorithms import ALGORITHMS, ROLES
+from dpnewton.algorithms import costs as C
 from dpnewton.pipeline import frontier as F
 
 N, D = 1000, 10
 #: hess-clip's passes per update at (N, D): 1 + G + E
-HESS = 1.0 + F.GRAM_PER_D * D + F.EIGH_PER_D2_OVER_N * D * D / N
+HESS = 1.0 + C.GRAM_PER_D * D + C.EIGH_PER_D2_OVER_N * D * D / N
 INF = float("inf")
 
 
@@ -87,24 +89,25 @@ def test_runtime_frontier_untimed_configuration():
 def test_one_shot_cost_from_its_newton_steps():
     """objpert took 4 Newton steps on average: 5 fused passes (1 + G), 4 factorisations (E) and the final
     gradient check in passes; 5 lone-run hess-clip updates (first 3 s, then 2 s each) in runtime."""
-    G, E = F.GRAM_PER_D * D, F.EIGH_PER_D2_OVER_N * D * D / N
-    assert F.solve_passes(4, N, D) == pytest.approx(5 * 2.31 + 4 * 0.2166 + 1)
-    assert F.solve_passes(4, N, D) == pytest.approx(5 * (1 + G) + 4 * E + 1)
-    assert math.isnan(F.solve_passes(float("nan"), N, D))
+    G, E = C.GRAM_PER_D * D, C.EIGH_PER_D2_OVER_N * D * D / N
+    assert C.solve_passes(4, N, D) == pytest.approx(5 * 2.31 + 4 * 0.2166 + 1)
+    assert C.solve_passes(4, N, D) == pytest.approx(5 * (1 + G) + 4 * E + 1)
+    assert math.isnan(C.solve_passes(float("nan"), N, D))
     one_shot = pd.DataFrame([{"dataset": "s", "algorithm": "objpert", "conversion": "bs16", "epsilon": 1.0,
                               "iterations": 1, "excess_loss_mean": 0.04, "base_algorithm": "objpert", "hyper": "{}",
                               "solver_steps_mean": 4.0}])
     s = pd.concat([summary().assign(solver_steps_mean=np.nan), one_shot], ignore_index=True)
-    passes = F.solve_passes(4, N, D)
+    passes = C.solve_passes(4, N, D)
     budgets = {("s", "passes"): [passes * 0.99, passes], ("s", "runtime_s"): [10.9, 11.0]}
     long = F.frontier_long(s, {"s": (N, D)}, COSTS, budgets)
     assert math.isnan(value(long, "passes", "objpert", passes * 0.99)["best_excess_loss"])
     r = value(long, "passes", "objpert", passes)
     assert (r["best_excess_loss"], r["best_T"], r["role"]) == (0.04, 1, "one-shot")
-    assert r["note"] == F.ONE_SHOT_NOTES["passes"]
+    assert r["note"] == F.one_shot_note("objpert", "passes")
     assert math.isnan(value(long, "runtime_s", "objpert", 10.9)["best_excess_loss"])
     r = value(long, "runtime_s", "objpert", 11.0)
-    assert (r["best_excess_loss"], r["best_cost"], r["note"]) == (0.04, 11.0, F.ONE_SHOT_NOTES["runtime_s"])
+    note = "modelled: (Newton steps + 1) x the timed hess-clip update"      # objpert's card: timed_as hess-clip
+    assert (r["best_excess_loss"], r["best_cost"], r["note"]) == (0.04, 11.0, note)
     # not a candidate of the winner by budget: the crossover rows are those of the other methods alone
     assert F.crossover(long).equals(F.crossover(F.frontier_long(summary(), {"s": (N, D)}, COSTS, budgets)))
     # without a timed hess-clip or recorded steps, no cost
@@ -136,9 +139,9 @@ def test_budget_grid():
 
 
 def test_pass_equivalents():
-    G, E = F.GRAM_PER_D * D, F.EIGH_PER_D2_OVER_N * D * D / N
+    G, E = C.GRAM_PER_D * D, C.EIGH_PER_D2_OVER_N * D * D / N
     assert F.pass_equivalents("dp-gd", N, D) == (1.0, 1.0)
-    for alg in F.DOUBLE_NOISE:
+    for alg in ("hess-clip", "hess-add", "qu-clip", "qu-add"):
         assert F.pass_equivalents(alg, N, D) == pytest.approx((1 + G + E, 1 + G + E))
     assert F.pass_equivalents("dp-sgd", N, D) == pytest.approx((0.1, 0.1))
     assert F.pass_equivalents("dp-sgd", N, D, {"batch_size": 250}) == pytest.approx((0.25, 0.25))
@@ -154,7 +157,7 @@ def test_pass_equivalents():
     assert F.run_passes("hess-clip", N, D, 3) == pytest.approx(3 * (1 + G + E))
     assert F.run_passes("precond-dp-gd", N, D, 3) == pytest.approx(1 + G + E + 2)
     # a Gram pass costs more than a gradient pass at the d of the datasets (benchmarks/pass_costs.md)
-    assert F.GRAM_PER_D * 50 > 1
+    assert C.GRAM_PER_D * 50 > 1
 
 
 def long_frontier(values: dict, budgets=(1.0, 2.0, 4.0, 8.0), measure="passes") -> pd.DataFrame:
@@ -233,12 +236,12 @@ def test_pipeline_table_and_figure(tmp_path_factory):
 
 
 def test_every_algorithm_has_one_role():
-    """ROLES names every registered algorithm once; the second- and first-order sets partition the
+    """Every card's role is one of ROLES; the second- and first-order sets partition the
     candidates, and precond-dp-gd (DP-GD with a released curvature) is second order, as in the claims'
     "Beyond the paper"."""
-    from dpnewton.algorithms import ALGORITHMS
-
-    assert set(F.ROLES) == set(ALGORITHMS)
+    assert {s.role for s in ALGORITHMS.values()} <= set(ROLES)
+    assert set(F.SECOND_ORDER) | set(F.FIRST_ORDER) == {a for a, s in ALGORITHMS.items()
+                                                         if s.role in ("first-order", "second-order")}
     assert not set(F.SECOND_ORDER) & set(F.FIRST_ORDER)
     assert F.role("precond-dp-gd") == "second-order" and F.role("dp-gd") == "first-order"
     assert F.role("no-such-method") == "other"

@@ -86,8 +86,9 @@ RUN_BYTES_PER_ITERATION = 3 * 8 + 1
 
 def _run_bytes(algorithm: str, iterations: int, n: int = 0, d: int = 0) -> int:
     """Memory a run of T iterations allocates beyond the data: the per-iteration records, the averaging
-    sums of w and Z w (d + n floats) and, for minibatch methods, their kept iterates ((T+1) x d floats)."""
-    kept = algorithm == "dp-sgd" or algorithm.startswith("minibatch-")
+    sums of w and Z w (d + n floats) and, for methods whose card keeps every iterate (``kept_iterates``),
+    those ((T+1) x d floats)."""
+    kept = get_algorithm(algorithm).kept_iterates
     return (iterations + 1) * (RUN_BYTES_PER_ITERATION + (8 * d if kept else 0)) + 8 * (n + d)
 
 

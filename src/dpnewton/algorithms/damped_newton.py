@@ -27,8 +27,10 @@ from scipy import linalg
 from ..loss import LogisticProblem
 from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_single
+from .costs import eigh, gram
 from .gradient_descent import GRADIENT_SENSITIVITY
 from .line_search import armijo_step, ridge_line
+from .registry import AlgorithmSpec, AuditCase, planner, register, runner
 
 
 @dataclass(frozen=True)
@@ -101,3 +103,18 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
 
         results.append(iterate_single(problem, ctx, step, reset=cfg.reset, average=cfg.average))
     return results
+
+
+def damped_newton_passes(n: int, d: int, hyper: dict) -> tuple[float, float]:
+    """Per update: 1 + G + 2E (the eigenvalue clip, and the exact Newton solve of its step size; :mod:`.costs`)."""
+    c = 1.0 + gram(d) + 2.0 * eigh(n, d)
+    return c, c
+
+
+register(AlgorithmSpec("damped-newton", runner(DampedNewtonConfig, run_damped_newton),
+                       "damped private Newton of [Medina21]", label="[ABL21] damped Newton",
+                       role="non-private step", paper=True, passes=damped_newton_passes,
+                       audit=(AuditCase("damped-newton", ("gradient-release", "output"),
+                                        "gradient + Hessian release; the damped step size is not private"),),
+                       nonprivate="damped step size log(1+beta)/beta from the exact Hessian",
+                       plan=planner(DampedNewtonConfig, damped_newton_plan)))

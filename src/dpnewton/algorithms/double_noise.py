@@ -27,8 +27,10 @@ import numpy as np
 from ..loss import LogisticProblem
 from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_single
+from .costs import eigh, gram
 from .gradient_descent import GRADIENT_SENSITIVITY
 from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
+from .registry import AlgorithmSpec, AuditCase, planner, register, runner
 
 CONSTANTS = {
     # released code (tensorflow/privacy research/dp_newton/src, "V2")
@@ -145,3 +147,34 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
         res.diagnostics["lambda"] = lambdas
         results.append(res)
     return results
+
+
+def double_noise_passes(n: int, d: int, hyper: dict) -> tuple[float, float]:
+    """Per update: the fused pass (gradient + SOI Gram) and the eigh of the modified Newton direction,
+    1 + G + E (:mod:`.costs`)."""
+    c = 1.0 + gram(d) + eigh(n, d)
+    return c, c
+
+
+def _audit_cases(name: str) -> tuple[AuditCase, ...]:
+    """One full iteration (gradient, trace of the adaptive lambda, direction); for hess-clip and qu-add
+    also the SOI canary (a record orthogonal to the start), which excites the trace release; trace_frac
+    0.9 (a production option) gives the trace enough budget to be auditable."""
+    cases = (AuditCase(name, ("output", "gradient-release"),
+                       "one full iteration: gradient, trace (adaptive lambda), direction"),)
+    if name in ("hess-clip", "qu-add"):
+        cases += (AuditCase(f"{name}-soi", ("trace-release", "output"),
+                            "SOI canary (zero records + one record orthogonal to w0); trace_frac 0.9; "
+                            "output = w0 - released direction", hyper={"trace_frac": 0.9}, canary="zero-orthogonal"),)
+    return cases
+
+
+for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
+    for _mod in ("clip", "add"):
+        register(AlgorithmSpec(f"{_soi_label}-{_mod}",
+                               runner(DoubleNoiseConfig, run_double_noise, soi=_soi, modification=_mod),
+                               f"double-noise Newton, {_soi} SOI, {_mod} modification (Algorithm 3)",
+                               label=f"{_soi_label.capitalize() if _soi == 'hessian' else 'QU'}-{_mod}",
+                               role="second-order", paper=True, passes=double_noise_passes,
+                               audit=_audit_cases(f"{_soi_label}-{_mod}"),
+                               plan=planner(DoubleNoiseConfig, double_noise_plan, soi=_soi, modification=_mod)))

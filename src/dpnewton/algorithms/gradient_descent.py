@@ -34,11 +34,16 @@ import numpy as np
 from scipy import optimize
 
 from ..loss import LogisticProblem
+from ..privacy.neighbouring import RELATIONS
 from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_batched
 from .line_search import ARMIJO_START, armijo_step, ridge_line
+from .registry import AlgorithmSpec, AuditCase, planner, register, runner
 
 DPGD_STEP = 4.0  # 1/L1 with L1 = 1/4 (Remark 5.2)
+#: DP-GD-Oracle's Armijo scan (t = 100 x 0.95^k down to 1e-6: ~360 candidates) found by bisection: about
+#: log2(360) ~ 9 loss evaluations per step, each the margins Z w (half a gradient pass)
+ORACLE_LOSS_EVALS = 9
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,7 @@ def gradient_plan(cfg, n: int, d: int, T: int, rho: float, algorithm: str = "dp-
     return PrivacyPlan(algorithm, rho, T, (gradient_release(n, T, rho),)).check()
 
 
-def _noisy_gradients(problem: LogisticProblem, G: np.ndarray, contexts: list[RunContext],
+def noisy_gradients(problem: LogisticProblem, G: np.ndarray, contexts: list[RunContext],
                      plans: dict[int, PrivacyPlan], t: int) -> np.ndarray:
     """Add each run's own Gaussian noise to its row of G (as the run's mean sum/N,
     :meth:`RunContext.rescale`), charging the release through its plan (``plans``: id(context) -> plan)."""
@@ -99,7 +104,7 @@ def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
     plans = {id(c): gradient_plan(cfg, c.rows(problem), problem.d, c.iterations, c.rho) for c in contexts}
 
     def step(W, M, G, ctxs, t):
-        return W - cfg.step * _noisy_gradients(problem, G, ctxs, plans, t)
+        return W - cfg.step * noisy_gradients(problem, G, ctxs, plans, t)
 
     return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
 
@@ -121,7 +126,7 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
 
     def step(W, M, G, ctxs, t):
         G = G + reg * W
-        Gn = _noisy_gradients(problem, G, ctxs, plans, t)
+        Gn = noisy_gradients(problem, G, ctxs, plans, t)
         ZG = problem.margins(Gn)  # Z g~ for every run, one batched pass
         W_next = np.empty_like(W)
         for j in range(W.shape[0]):
@@ -135,3 +140,23 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
         return W_next
 
     return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
+
+
+register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
+                       label="DP-GD", role="first-order", paper=True, passes=lambda n, d, hyper: (1.0, 1.0),
+                       audit=(AuditCase("dp-gd", ("output",), "T=1, step 4: one Gaussian release"),
+                              AuditCase("dp-gd-T5", ("output",), "T=5, step 0.05 (small step keeps the canary's "
+                                        "effect on w_T undamped)", iterations=5, hyper={"step": 0.05})),
+                       batched=True, plan=planner(GradientDescentConfig, gradient_plan), relations=RELATIONS))
+register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
+                       "noisy GD with a line-search step on the exact loss", label="DP-GD-Oracle",
+                       role="non-private step", paper=True, batched=True, nonprivate="line-search step size",
+                       audit=(),  # its gradient releases are DP-GD's (audited on dp-gd's card)
+                       # a gradient pass + ORACLE_LOSS_EVALS loss evaluations (half a pass each) per update
+                       passes=lambda n, d, hyper: (1.0 + 0.5 * ORACLE_LOSS_EVALS,) * 2,
+                       plan=planner(OracleConfig,
+                                    lambda cfg, n, d, T, rho: gradient_plan(cfg, n, d, T, rho, "dp-gd-oracle")),
+                       edge_note="DP-GD-Oracle takes each step size from an Armijo line search on the exact "
+                       "(non-private) loss, which accepts a step only if it decreases that loss (or falls back to "
+                       "a 1e-6 step): every run is a descent method whatever its noise, so more iterations keep "
+                       "helping and its best T is not expected to become interior at any cap."))

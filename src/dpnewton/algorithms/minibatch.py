@@ -45,7 +45,9 @@ import numpy as np
 from ..loss import LogisticProblem
 from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms, calibration_event
 from .base import RunContext, RunResult, iterate_single
+from .costs import batch_fraction, eigh, gram
 from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
+from .registry import AlgorithmSpec, AuditCase, costed, register, runner
 
 SGD_STEP = 4.0  # 1/L1 with L1 = 1/4
 
@@ -211,3 +213,40 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
                                 "realised_batches": sizes})
         results.append(res)
     return results
+
+
+def sgd_passes(cfg: SgdConfig, n: int, d: int) -> tuple[float, float]:
+    """Per update: q, the expected batch / n (:mod:`.costs`)."""
+    q = batch_fraction(cfg.batch_size, n, cfg.batch_frac)
+    return q, q
+
+
+def minibatch_newton_passes(cfg: MinibatchNewtonConfig, n: int, d: int) -> tuple[float, float]:
+    """Per update: q_g + q_h G + E (gradient batch, SOI Gram over the SOI batch, eigh; :mod:`.costs`)."""
+    c = (batch_fraction(cfg.batch_grad, n, cfg.batch_frac)
+         + batch_fraction(cfg.batch_hess, n, cfg.batch_frac) * gram(d) + eigh(n, d))
+    return c, c
+
+
+register(AlgorithmSpec("dp-sgd", runner(SgdConfig, run_dp_sgd),
+                       "DP-SGD, Poisson batches, step 4, RDP-calibrated noise multiplier", label="DP-SGD",
+                       role="first-order", paper=True, passes=costed(SgdConfig, sgd_passes), kept_iterates=True,
+                       audit=(AuditCase("dp-sgd", ("output",), "T=1, Poisson q = 5/51 (batch_frac 0.1), RDP-calibrated "
+                                        "multiplier", canary="zero"),
+                              AuditCase("dp-sgd-q1", ("output",), "T=1, batch_frac 1 (q = 1: no subsampling), "
+                                        "RDP-calibrated multiplier", hyper={"batch_frac": 1.0}, canary="zero"))))
+for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
+    for _mod in ("clip", "add"):
+        register(AlgorithmSpec(f"minibatch-{_soi_label}-{_mod}",
+                               runner(MinibatchNewtonConfig, run_minibatch_newton, soi=_soi, modification=_mod),
+                               f"minibatch double-noise Newton, {_soi} SOI, {_mod}, fixed lambda, "
+                               "Poisson batches, RDP-calibrated noise", label=f"minibatch-{_soi_label}-{_mod}",
+                               role="second-order", paper=True, kept_iterates=True,
+                               # two of the four variants are audited; the others differ only in the SOI or
+                               # the modification, which the zero canary does not excite
+                               audit=(AuditCase(f"minibatch-{_soi_label}-{_mod}", ("output", "gradient-release"),
+                                                "T=1, Poisson q = 5/51 for gradient and SOI batches, RDP-calibrated "
+                                                "pair", canary="zero"),)
+                               if (_soi_label, _mod) in (("hess", "clip"), ("qu", "add")) else (),
+                               passes=costed(MinibatchNewtonConfig, minibatch_newton_passes,
+                                             soi=_soi, modification=_mod)))

@@ -69,10 +69,12 @@ from ..loss import LogisticProblem
 from ..privacy.conversions import _gdp_delta, check_epsilon_delta
 from ..privacy.ledger import ObjectivePerturbationEvent
 from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION
+from ..privacy.neighbouring import RELATIONS
 from ..privacy.objpert_profile import (calibrate_sigma, check_spend, gaussian_mu_for, jacobian_epsilon,
                                        lambda_for_share, objpert_delta)
 from .aop import minimize_objective
 from .base import RunContext, RunResult
+from .registry import AlgorithmSpec, AuditCase, register, runner
 
 L_CONST = 1.0          # |l'| <= 1 on ||z|| <= 1
 BETA = 0.25            # 0 <= l'' <= 1/4
@@ -166,3 +168,13 @@ def run_objpert(problem: LogisticProblem, contexts: list[RunContext],
                 cfg: ObjpertConfig = ObjpertConfig()) -> list[RunResult]:
     cfg = cfg.validated()
     return [run_objpert_single(problem, ctx, cfg) for ctx in contexts]
+
+
+register(AlgorithmSpec("objpert", runner(ObjpertConfig, run_objpert),
+                       "objective perturbation with the tight privacy profile (Redberg-Koskela-Wang 2023) "
+                       "+ approximate-minimum output noise, on Z; T is ignored", label="objpert", role="one-shot",
+                       paper=False, iterative=False, timed_as="hess-clip", relations=RELATIONS,
+                       # its output noise is tiny (tolerance 1e-12): the output level sees the objective-
+                       # perturbation release almost unblurred (docs/algorithms.md §15)
+                       audit=(AuditCase("objpert", ("output", "objective-release"), "objective perturbation, "
+                                        "tight profile (Newton to 1e-12 + output noise)", pin_start=False),)))

@@ -14,7 +14,7 @@ margin 0: q(0) = 1/4). The method
    private minimum-eigenvalue rule on tr B~, :func:`adaptive_curvature_lambda`), and factors it once
    (one ``eigh``: P^-1 = V diag(1/max(v, lambda)) V^T);
 4. runs T steps w <- w - eta P^-1 (g(w) + N(0, s_g^2 I)) with DP-GD's gradient release
-   (sensitivity 1/n, rho_g = (1 - precond_frac) rho/T each; :func:`.gradient_descent._noisy_gradients`).
+   (sensitivity 1/n, rho_g = (1 - precond_frac) rho/T each; :func:`.gradient_descent.noisy_gradients`).
 
 ``refresh = k > 0``: the curvature is released again at every t = k, 2k, ... < T, as the SOI
 (``refresh_soi``: Hessian or H_qu, §1.1) at the current iterate w_t, computed from the margins
@@ -49,10 +49,13 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
+from ..privacy.neighbouring import RELATIONS
 from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_batched
+from .costs import eigh, gram
 from .double_noise import CONSTANTS, DoubleNoiseConfig, adaptive_lambda
-from .gradient_descent import _noisy_gradients, gradient_release
+from .gradient_descent import noisy_gradients, gradient_release
+from .registry import AlgorithmSpec, AuditCase, costed, planner, register, runner
 
 PRECOND_STEP = 1.0          # eta = 1: with P ~ B (majorises the Hessian) the Böhning-Lindsay MM step
 PRECOND_FRAC = 0.1          # share of rho spent on the single release of B
@@ -196,7 +199,7 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
                 release_curvature(ctx, t, None)
             elif cfg.refresh and t % cfg.refresh == 0:
                 release_curvature(ctx, t, M[:, j])
-        noisy = _noisy_gradients(problem, G, ctxs, plans, t)
+        noisy = noisy_gradients(problem, G, ctxs, plans, t)
         out = np.empty_like(W)
         for j, ctx in enumerate(ctxs):
             out[j] = W[j] - cfg.step * (inverses[id(ctx)] @ noisy[j])
@@ -206,3 +209,27 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
     for ctx, res in zip(contexts, results):
         res.diagnostics.update(info.get(id(ctx), {}))
     return results
+
+
+def precond_passes(cfg: PrecondConfig, n: int, d: int) -> tuple[float, float]:
+    """First update 1 + G + E (the Gram pass and the eigh of B, then a gradient); each further update 1
+    (a d x d product is negligible), plus (G + E)/k amortised with ``refresh`` = k (:mod:`.costs`)."""
+    k = int(cfg.refresh or 0)
+    return 1.0 + gram(d) + eigh(n, d), 1.0 + ((gram(d) + eigh(n, d)) / k if k > 0 else 0.0)
+
+
+register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd),
+                       "DP-GD preconditioned by a privately released Böhning bound Z^T Z/(4n), eigenvalues "
+                       "clipped at lambda_mult * sigma_B * sqrt(d) (or lambda_mode=adaptive); step 1, "
+                       "precond_frac 0.1 of rho for B; refresh=k: SOI at w_t every k steps",
+                       label="precond-dp-gd", role="second-order", paper=False,
+                       # opposed canary: B unchanged (+-u give the same u u^T), the output audits the gradient
+                       # release through P^-1; SOI canary: moves B's entry (1, 1) by 1/(4(n+1)); precond_frac 0.9
+                       # (a production option) gives the curvature release enough budget to be auditable
+                       audit=(AuditCase("precond-dp-gd", ("output", "gradient-release"), "T=1, step 1: curvature "
+                                        "release (unchanged by this canary) + one gradient release through P^-1"),
+                              AuditCase("precond-dp-gd-soi", ("curvature-release", "output"),
+                                        "SOI canary (zero records + one record orthogonal to w0); precond_frac 0.9",
+                                        hyper={"precond_frac": 0.9}, canary="zero-orthogonal")),
+                       passes=costed(PrecondConfig, precond_passes), batched=True,
+                       plan=planner(PrecondConfig, precond_plan), relations=RELATIONS))

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..algorithms import ALGORITHMS
 from ..io import (DELETE_FIX, DamagedFileError, atomic_write_csv, atomic_write_parquet, check_csv, check_parquet,
                   read_csv, read_parquet)
 from . import frontier as fr
@@ -365,11 +366,10 @@ def edges_markdown(best: pd.DataFrame) -> str:
             lines.append(f"| {r['dataset']} | {r['algorithm']} | {r['conversion']} | {_eps(r['epsilon'])} | "
                          f"{r['best_T']} | {r['edge']} | {r['excess_loss_mean']:.3g} | {r['edge_neighbour_T']} | "
                          f"{r['edge_neighbour_mean']:.3g} | {r['edge_gain']:.0%} | {r['grid']} |")
-        if "base_algorithm" in e and e["base_algorithm"].eq("dp-gd-oracle").any():
-            lines += ["", "DP-GD-Oracle takes each step size from an Armijo line search on the exact (non-private) "
-                      "loss, which accepts a step only if it decreases that loss (or falls back to a 1e-6 step): "
-                      "every run is a descent method whatever its noise, so more iterations keep helping and its "
-                      "best T is not expected to become interior at any cap."]
+        if "base_algorithm" in e:
+            notes = [ALGORITHMS[b].edge_note for b in dict.fromkeys(e["base_algorithm"])
+                     if b in ALGORITHMS and ALGORITHMS[b].edge_note]
+            lines += [x for note in notes for x in ("", note)]
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..algorithms import ALGORITHMS
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -56,11 +58,11 @@ def minibatch_names(plan, fig: dict) -> list[str]:
 
 def privacy_utility_names(plan, fig: dict) -> list[str]:
     """Figure 2's configurations: the config's list or, when it is empty, every configuration but
-    Figure 4's and DP-GD-Oracle."""
+    Figure 4's and those of methods with a non-private step (their card's role)."""
     if fig["privacy_utility_algorithms"]:
         return configured(plan, fig["privacy_utility_algorithms"])
     mini = set(fig["minibatch_algorithms"]) | {fig["minibatch_baseline"]}
-    return [a for a in plan.algorithms if a not in mini and a != "dp-gd-oracle"]
+    return [a for a in plan.algorithms if a not in mini and ALGORITHMS[plan.base(a)].role != "non-private step"]
 
 
 def drawn_names(plan, fig: dict) -> list[str]:

@@ -16,11 +16,12 @@ Two cost measures (``measure``):
   NaN on the whole runtime frontier (``costed`` = 0).
 * ``passes``: hardware-independent, in gradient passes over Z (:func:`pass_equivalents`).
 
-A one-shot method (AOP, objpert) has no T: it solves its perturbed objective once by Newton's method
-with the exact Hessian, and its run records the Newton steps k it took (``solver_steps_mean`` of the
-summary, mean over seeds). Its cost is modelled from k: :func:`solve_passes`, and as a runtime k + 1
-lone-run updates of :data:`ONE_SHOT_TIMED_AS` (one fused gradient-and-Hessian pass and one d x d
-factorisation each). Both are noted in the table (:data:`ONE_SHOT_NOTES`).
+A one-shot method (role "one-shot" on its card) has no T: it solves its perturbed objective once by
+Newton's method with the exact Hessian, and its run records the Newton steps k it took
+(``solver_steps_mean`` of the summary, mean over seeds). Its cost is modelled from k:
+:func:`~dpnewton.algorithms.costs.solve_passes`, and as a runtime k + 1 lone-run updates of its card's
+``timed_as`` (one fused gradient-and-Hessian pass and one d x d factorisation each). Both are noted in
+the table (:func:`one_shot_note`).
 
 :func:`crossover` reads the frontier table: per (dataset, conversion, epsilon, measure), the
 budgets where a private second-order method is best and the budget where a first-order method
@@ -35,33 +36,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..algorithms.cubic_newton import CubicNewtonConfig
-from ..algorithms.minibatch import MinibatchNewtonConfig, SgdConfig
+from ..algorithms import ALGORITHMS, get_algorithm, with_role
+from ..algorithms.costs import solve_passes
 from .timing import lone_runtime
 
-#: measured in benchmarks/pass_costs.py (benchmarks/results/pass_costs.md; numpy 2.4 / OpenBLAS 0.3.30,
-#: one thread, x86_64): a Gram pass Z^T diag(c) Z costs GRAM_PER_D x d gradient passes, a d x d
-#: ``eigh`` EIGH_PER_D2_OVER_N x d^2 / n gradient passes (per-element fits t = a n d, b n d^2, c d^3,
-#: medians over six shapes; within a factor ~2-3 of each shape's own ratio).
-GRAM_PER_D = 0.131
-EIGH_PER_D2_OVER_N = 2.166
-#: DP-GD-Oracle's Armijo scan (t = 100 x 0.95^k down to 1e-6: ~360 candidates) found by bisection: about
-#: log2(360) ~ 9 loss evaluations per step, each the margins Z w (half a gradient pass)
-ORACLE_LOSS_EVALS = 9
-
-DOUBLE_NOISE = ("hess-clip", "hess-add", "qu-clip", "qu-add")
-MINIBATCH_DOUBLE_NOISE = tuple(f"minibatch-{b}" for b in DOUBLE_NOISE)
-#: each method's role, for the winner by budget and the claims' "Beyond the paper": private second-order
-#: methods (Newton-type updates, or DP-GD with a privately released curvature: precond-dp-gd), first-order
-#: methods, methods with a non-private step (never a winner), one-shot methods (no iteration budget)
-ROLES = {**{b: "second-order" for b in DOUBLE_NOISE + MINIBATCH_DOUBLE_NOISE + ("cubic-newton", "precond-dp-gd")},
-         "dp-gd": "first-order", "dp-sgd": "first-order",
-         "dp-gd-oracle": "non-private step", "damped-newton": "non-private step", "aop": "one-shot",
-         "objpert": "one-shot"}
-#: the timed configuration whose update stands for one Newton step of a one-shot solve (runtime model)
-ONE_SHOT_TIMED_AS = "hess-clip"
-ONE_SHOT_NOTES = {"passes": "modelled from the recorded Newton steps (solve_passes)",
-                  "runtime_s": f"modelled: (Newton steps + 1) x the timed {ONE_SHOT_TIMED_AS} update"}
 MEASURES = ("runtime_s", "passes")
 MEASURE_LABELS = {"runtime_s": "runtime", "passes": "gradient passes"}
 N_BUDGETS = 13
@@ -78,19 +56,26 @@ CROSSOVER_COLUMNS = ["dataset", "conversion", "epsilon", "measure", "budgets", "
                      "first_order_winner", "note"]
 
 
+def one_shot_note(method: str, measure: str) -> str:
+    """How a one-shot method's cost is modelled, for the table's ``note``."""
+    if measure == "passes":
+        return "modelled from the recorded Newton steps (solve_passes)"
+    return f"modelled: (Newton steps + 1) x the timed {get_algorithm(method).timed_as} update"
+
+
 def role(method: str) -> str:
-    return ROLES.get(method, "other")
+    """The method's role from its card (:data:`dpnewton.algorithms.ROLES`); "other" if not registered."""
+    return ALGORITHMS[method].role if method in ALGORITHMS else "other"
 
 
 def members(role_name: str, methods) -> tuple[str, ...]:
     """The methods of ``role_name`` among ``methods`` (e.g. the base algorithms of a run), in
-    :data:`ROLES` order: what a report names, rather than every method the package has."""
-    present = set(methods)
-    return tuple(b for b, r in ROLES.items() if r == role_name and b in present)
+    registration order: what a report names, rather than every method the package has."""
+    return with_role(role_name, methods)
 
 
-SECOND_ORDER = members("second-order", ROLES)
-FIRST_ORDER = members("first-order", ROLES)
+SECOND_ORDER = with_role("second-order")
+FIRST_ORDER = with_role("first-order")
 
 
 def hyper_dict(h) -> dict:
@@ -106,68 +91,15 @@ def hyper_dict(h) -> dict:
     return {}
 
 
-def _batch_fraction(hyper: dict, n: int, key: str, config) -> float:
-    """Expected batch / n of ``hyper[key]`` (or ``batch_size``), else ``batch_frac`` (default: the
-    algorithm's ``config`` dataclass's)."""
-    b = hyper.get(key, hyper.get("batch_size"))
-    if b is not None:
-        return min(1.0, float(b) / n)
-    return float(hyper.get("batch_frac", config.batch_frac))
-
-
 def pass_equivalents(algorithm: str, n: int, d: int, hyper: dict | None = None) -> tuple[float, float]:
     """(first update, each further update) in gradient passes over Z, so that a run of T updates
-    costs first + (T - 1) x per-update passes (the shape of the runtime model).
-
-    Units: one gradient pass (margins Z w and Z^T r: one DP-GD update) = 1; a Gram pass
-    Z^T diag(c) Z = G = GRAM_PER_D x d; a d x d eigendecomposition E = EIGH_PER_D2_OVER_N x d^2 / n
-    (constants measured in benchmarks/pass_costs.py). Per update:
-
-    * ``dp-gd``: 1. ``dp-sgd``: q (expected batch / n, default ``batch_frac``).
-    * double noise (``hess-*``, ``qu-*``): the fused pass (gradient + SOI Gram) + the eigh of the
-      modified Newton direction: 1 + G + E.
-    * ``minibatch-*``: q_g + q_h G + E.
-    * ``precond-dp-gd``: 1 (a d x d product is negligible); the first update adds the Gram pass and
-      the eigh of B (1 + G + E); with ``refresh`` = k, each update adds (G + E)/k (amortised).
-    * ``dp-gd-oracle`` (non-private line search): 1 + ORACLE_LOSS_EVALS x 0.5 (loss evaluations).
-    * ``damped-newton``: 1 + G + 2E (eigenvalue clip, and the exact Newton solve of its step size).
-    * ``cubic-newton``: 1 + G + max_inner x d / n: its inner solver makes at most ``max_inner`` d x d
-      model-gradient products per outer step, each about d / n of a gradient pass (an upper bound).
-    * one-shot methods (``aop``, ``objpert``) and unknown algorithms: (NaN, NaN): a one-shot run's
-      cost depends on its recorded Newton steps, not on T (:func:`solve_passes`).
-
-    An estimate, not a measurement: BLAS efficiency depends on the shape, and the library's fused
-    pass can be cheaper than a separate gradient and Gram pass.
-    """
-    h = hyper or {}
-    G = GRAM_PER_D * d
-    E = EIGH_PER_D2_OVER_N * d * d / n
-    if algorithm == "dp-gd":
-        return 1.0, 1.0
-    if algorithm == "dp-sgd":
-        q = _batch_fraction(h, n, "batch_size", SgdConfig)
-        return q, q
-    if algorithm in DOUBLE_NOISE:
-        c = 1.0 + G + E
-        return c, c
-    if algorithm in MINIBATCH_DOUBLE_NOISE:
-        c = (_batch_fraction(h, n, "batch_grad", MinibatchNewtonConfig)
-             + _batch_fraction(h, n, "batch_hess", MinibatchNewtonConfig) * G + E)
-        return c, c
-    if algorithm == "precond-dp-gd":
-        k = int(h.get("refresh", 0) or 0)
-        per = 1.0 + ((G + E) / k if k > 0 else 0.0)
-        return 1.0 + G + E, per
-    if algorithm == "dp-gd-oracle":
-        c = 1.0 + 0.5 * ORACLE_LOSS_EVALS
-        return c, c
-    if algorithm == "damped-newton":
-        c = 1.0 + G + 2.0 * E
-        return c, c
-    if algorithm == "cubic-newton":
-        c = 1.0 + G + int(h.get("max_inner", CubicNewtonConfig.max_inner)) * d / n
-        return c, c
-    return float("nan"), float("nan")
+    costs first + (T - 1) x per-update passes (the shape of the runtime model): the card's cost model
+    (:meth:`dpnewton.algorithms.AlgorithmSpec.pass_equivalents`, units in :mod:`dpnewton.algorithms.costs`).
+    (NaN, NaN) for a one-shot method (its cost depends on its recorded Newton steps: :func:`solve_passes`)
+    and for an unregistered name."""
+    if algorithm not in ALGORITHMS:
+        return float("nan"), float("nan")
+    return get_algorithm(algorithm).pass_equivalents(n, d, hyper)
 
 
 def run_passes(algorithm: str, n: int, d: int, T, hyper: dict | None = None) -> float:
@@ -176,18 +108,6 @@ def run_passes(algorithm: str, n: int, d: int, T, hyper: dict | None = None) -> 
         return float("nan")
     first, per = pass_equivalents(algorithm, n, d, hyper)
     return 0.0 if T <= 0 else first + (float(T) - 1.0) * per
-
-
-def solve_passes(steps, n: int, d: int) -> float:
-    """Passes of a one-shot Newton solve (:func:`dpnewton.algorithms.aop.minimize_objective`) of k steps:
-    k + 1 fused gradient-and-Hessian passes (1 + G each: one at the start and one per iterate), k d x d
-    Cholesky factorisations (counted as an eigh E each, an upper bound) and the final gradient check (1):
-    (k + 1)(1 + G) + k E + 1. The damped phase's line search evaluates the loss (half a pass each) a
-    number of times that the run does not record: not counted. NaN for NaN steps."""
-    if steps is None or pd.isna(steps):
-        return float("nan")
-    k = float(steps)
-    return (k + 1.0) * (1.0 + GRAM_PER_D * d) + k * EIGH_PER_D2_OVER_N * d * d / n + 1.0
 
 
 def budget_grid(costs, n_budgets: int = N_BUDGETS) -> np.ndarray:
@@ -215,7 +135,7 @@ def cost_table(summary: pd.DataFrame, dims: dict, costs: dict) -> pd.DataFrame:
     for ds, a, m, t, h, k in zip(s["dataset"], s["algorithm"], s["method"], s["iterations"], hyper, steps):
         n, d = dims.get(ds, (None, None))
         if role(m) == "one-shot":
-            runtime.append(float("nan") if pd.isna(k) else lone_runtime(costs, ds, ONE_SHOT_TIMED_AS, k + 1.0))
+            runtime.append(float("nan") if pd.isna(k) else lone_runtime(costs, ds, ALGORITHMS[m].timed_as, k + 1.0))
             passes.append(float("nan") if n is None else solve_passes(k, int(n), int(d)))
         else:
             runtime.append(lone_runtime(costs, ds, a, t))
@@ -263,7 +183,7 @@ def frontier_long(summary: pd.DataFrame, dims: dict, costs: dict, budgets: dict 
                 elif costed < n_cfg:
                     note = f"{n_cfg - costed} of {n_cfg} configurations not costed"
                 elif role(method) == "one-shot":
-                    note = ONE_SHOT_NOTES[measure]
+                    note = one_shot_note(method, measure)
                 for k, b in enumerate(grid):
                     rows.append({"dataset": ds, "conversion": conv, "epsilon": float(eps), "measure": measure,
                                  "budget_index": k, "budget": float(b), "method": method, "role": role(method),

@@ -22,13 +22,11 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
+from ..algorithms import ALGORITHMS  # noqa: E402
 from .frontier import to_long  # noqa: E402
 from .timing import cost_lookup, runtime_column  # noqa: E402
 
 NONPRIVATE = "best T per algorithm chosen non-privately"
-LABELS = {"dp-gd": "DP-GD", "dp-gd-oracle": "DP-GD-Oracle", "hess-clip": "Hess-clip", "hess-add": "Hess-add",
-          "qu-clip": "QU-clip", "qu-add": "QU-add", "damped-newton": "[ABL21] damped Newton", "aop": "AOP",
-          "dp-sgd": "DP-SGD", "cubic-newton": "cubic Newton"}
 
 
 #: legend label of the floor line (dpnewton.floor.LABEL)
@@ -36,7 +34,8 @@ FLOOR_LABEL = "Gaussian ridge floor (local quadratic model), not a lower bound"
 
 
 def label(name: str) -> str:
-    return LABELS.get(name, name)
+    """A registered algorithm's card label; a configuration name (or anything else) as it is."""
+    return ALGORITHMS[name].label if name in ALGORITHMS else name
 
 
 #: line styles of the methods, in turn per ten colours; "--" marks a non-private step (Figure 6) and ":"

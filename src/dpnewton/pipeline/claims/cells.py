@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..frontier import hyper_dict
-from .paper import PAPER_METHODS
+from ...algorithms import ALGORITHMS
 
 GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
 SETTINGS = ["a", "a-tuned", "b", "c"]
@@ -37,8 +37,10 @@ def is_reset(frame: pd.DataFrame) -> pd.Series:
 
 
 def is_paper_configuration(frame: pd.DataFrame) -> pd.Series:
-    """Rows of the paper's methods (:data:`~.paper.PAPER_METHODS`) at their last iterate (no ``average``)."""
-    return base_of(frame).isin(PAPER_METHODS) & ~is_averaged(frame)
+    """Rows of the paper's methods (cards with ``paper``: the paper's claims are checked on these alone) at
+    their last iterate (no ``average``); the project's own methods and options enter "Beyond the paper" only."""
+    paper = [a for a, spec in ALGORITHMS.items() if spec.paper]
+    return base_of(frame).isin(paper) & ~is_averaged(frame)
 
 
 def is_averaged(frame: pd.DataFrame) -> pd.Series:

@@ -99,9 +99,3 @@ DAMPED_GOOD = paper_claim("C5").values["factor"]
 DAMPED_GOOD_ALT = paper_claim("C5").values["alternative_factor"]
 QU_FACTOR = paper_claim("C6").values["factor"]
 
-#: the methods the paper runs (P §5-§6 and the official code's drivers): the double-noise variants,
-#: full batch and minibatch, DP-GD, DP-GD-Oracle, damped Newton [Medina21], AOP and DP-SGD. The
-#: paper's claims are checked on these alone, at their last iterate (no averaging); the package's
-#: own methods and options enter the "Beyond the paper" section only.
-PAPER_METHODS = tuple(f"{pre}{soi}-{mod}" for pre in ("", "minibatch-") for soi in ("hess", "qu")
-                      for mod in ("clip", "add")) + ("dp-gd", "dp-gd-oracle", "damped-newton", "aop", "dp-sgd")
