@@ -283,23 +283,22 @@ def style_order(wildcards=None):
 
 
 def figure_names():
-    """The figures (dpnewton.pipeline.figures.FIGURES) this config makes."""
-    figures = dpnewton("pipeline.figures")
-    made = {
-        "fig4_minibatch": any(a != figure_config()["minibatch_baseline"] for a in minibatch_algorithms()),
-        "fig5_conversions": len(conversions()) > 1,
-        "fig6_frontier": True,
-        "fig7_heldout": holdout() is not None,
-    }
-    return [f for f in figures.FIGURES if f in figures.ALWAYS or made.get(f, False)]
+    """The figures this config makes (each entry's made() of dpnewton.pipeline.figures.SPECS)."""
+    params = {"figures": figure_config(), "minibatch": minibatch_algorithms(), "conversions": conversions()}
+    return dpnewton("pipeline.figures").made_figures(plan(), params)
 
 
 def figure_spec(name):
     """The figure's entry of dpnewton.pipeline.figures.SPECS."""
-    specs = dpnewton("pipeline.figures").SPECS
-    if name not in specs:
-        raise WorkflowError(f"no figure {name!r}: the figures are {', '.join(specs)}")
-    return specs[name]
+    try:
+        return dpnewton("pipeline.figures").get_figure(name)
+    except ValueError as exc:
+        raise WorkflowError(str(exc)) from None
+
+
+def figure_caption(wildcards):
+    """The figure's report caption (dpnewton.pipeline.figures.Figure.caption)."""
+    return figure_spec(wildcards.fig).caption(conf(), study())
 
 
 def figure_inputs(wildcards):

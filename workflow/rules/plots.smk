@@ -1,5 +1,5 @@
-# Every figure of dpnewton.pipeline.figures.SPECS (which tables it reads, its title); which of them a
-# config makes: figure_names in common.smk.
+# Every figure of dpnewton.pipeline.figures.SPECS (its tables, draw function, caption and when it is made);
+# which of them a config makes: figure_names in common.smk.
 rule figure:
     input:
         unpack(figure_inputs),
@@ -27,6 +27,7 @@ rule figure:
         privacy_utility=privacy_utility_algorithms,
         minibatch=minibatch_algorithms,
         methods=style_order,
+        caption=figure_caption,
     message:
         "Figure {wildcards.fig}"
     script:

@@ -1,7 +1,7 @@
-"""Thin adapter: rules fig* -> dpnewton.pipeline.plots (make_figure)."""
+"""Thin adapter: rule figure -> dpnewton.pipeline.figures.draw_figure."""
+from dpnewton.pipeline.figures import draw_figure
 from dpnewton.pipeline.jobs import setup_log
-from dpnewton.pipeline.plots import make_figure
 
 setup_log(snakemake.log[0])
-make_figure(snakemake.params.figure, dict(snakemake.input.items()), list(snakemake.output),
+draw_figure(snakemake.params.figure, dict(snakemake.input.items()), list(snakemake.output),
             dict(snakemake.params.items()))

@@ -1,9 +1,11 @@
-"""Dataset-specific preprocessing recipes.
+"""Dataset-specific preprocessing recipes: the resolvers and builders a
+:class:`~.registry.DatasetSpec` names.
 
-Every dataset has a *resolver* (finds and verifies its input files; cheap, used
-for the cache check) and a *builder* (parses and preprocesses; returns X before
-the per-row unit-ball projection, with the bias column prepended where the
-dataset has one).
+A *resolver* ``resolve(spec, ctx, opts) -> {role: ResolvedFile}`` finds and verifies the input
+files (cheap, used for the cache check); a *builder* ``build(spec, files, opts, ctx) -> Built``
+parses and preprocesses them and returns X before the per-row unit-ball projection, with the
+bias column prepended where the dataset has one. :func:`needs` declares the spec keys a function
+reads, so a spec that lacks one fails when it is defined.
 
 Decisions documented here:
 
@@ -27,16 +29,16 @@ import io
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 from scipy.special import expit
 
 from .errors import DatasetError
 from .readers import open_text, os_error, read_csv, read_idx, read_libsvm, read_npy
-from .registry import DatasetSpec, SourceFile
 from .sources import (
     ResolvedFile,
+    SourceFile,
     download,
     extract_member,
     find_local,
@@ -48,9 +50,15 @@ from .sources import (
 )
 from .validate import check_features, map_labels
 
+if TYPE_CHECKING:
+    from .registry import DatasetSpec
+
 
 @dataclass
 class Context:
+    """Where a resolver looks for files (``data_dir``, downloads under ``cache_dir``); whether it verifies them
+    and may download."""
+
     data_dir: Path | None
     cache_dir: Path
     verify: bool = True
@@ -59,11 +67,37 @@ class Context:
 
 @dataclass
 class Built:
+    """A builder's result: X, y in {-1, +1}, the preprocessing version and label mapping recorded in the sidecar,
+    and further sidecar fields (``meta``)."""
+
     X: np.ndarray
     y: np.ndarray
     prep_version: str
     label_mapping: dict[str, float]
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Needs:
+    """The spec keys a resolver or builder reads: roles of ``sources``, keys of ``extra`` and ``options``."""
+
+    sources: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+
+
+F = TypeVar("F", bound=Callable)
+
+
+def needs(*, sources=(), extra=(), options=()) -> Callable[[F], F]:
+    """Declare the spec keys the decorated resolver or builder reads (its ``needs`` attribute)."""
+    declared = Needs(tuple(sources), tuple(extra), tuple(options))
+
+    def mark(fn: F) -> F:
+        fn.needs = declared
+        return fn
+
+    return mark
 
 
 def prepend_bias(X: np.ndarray) -> np.ndarray:
@@ -79,17 +113,15 @@ def npy_bytes_sha256(a: np.ndarray) -> str:
 # --------------------------------------------------------------------------- resolvers
 
 
-def resolve_generic(spec: DatasetSpec, ctx: Context, opts: dict) -> dict[str, ResolvedFile]:
+def resolve_sources(spec: DatasetSpec, ctx: Context, opts: dict) -> dict[str, ResolvedFile]:
+    """The default resolver: every source file, looked up, downloaded and verified (:func:`.sources.resolve`)."""
     return {
         role: resolve(src, ctx.data_dir, ctx.cache_dir, verify=ctx.verify, allow_download=ctx.allow_download)
         for role, src in spec.sources.items()
     }
 
 
-def resolve_none(spec: DatasetSpec, ctx: Context, opts: dict) -> dict[str, ResolvedFile]:
-    return {}
-
-
+@needs(options=("file",))
 def resolve_custom(spec: DatasetSpec, ctx: Context, opts: dict) -> dict[str, ResolvedFile]:
     f = opts.get("file")
     if not f:
@@ -107,6 +139,7 @@ def resolve_custom(spec: DatasetSpec, ctx: Context, opts: dict) -> dict[str, Res
     return {"data": ResolvedFile(p.resolve(), digest, "user", False)}
 
 
+@needs(sources=("dat", "parquet", "archive"), extra=("member", "member_git_blob"))
 def resolve_protein(spec: DatasetSpec, ctx: Context, opts: dict) -> dict[str, ResolvedFile]:
     blob = spec.extra["member_git_blob"]
     dat: SourceFile = spec.sources["dat"]
@@ -162,6 +195,7 @@ def _check_blob(path: Path, blob: str, verify: bool, archive: Path | None = None
 # --------------------------------------------------------------------------- builders
 
 
+@needs(sources=("data",), extra=("n_features",), options=("prep",))
 def build_libsvm_named(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict,
                        ctx: Context | None = None) -> Built:
     from sklearn.preprocessing import StandardScaler  # imported on use: scikit-learn costs ~0.6 s at start-up
@@ -179,6 +213,7 @@ def build_libsvm_named(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: 
     return Built(prepend_bias(X), y, f"{spec.name}-{prep}", mapping)
 
 
+@needs(sources=("train", "test"), extra=("seed", "official_x_npy_sha256"))
 def build_adult(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, ctx: Context | None = None) -> Built:
     def rows(path: Path) -> list[list[str]]:
         with open_text(path) as fh:
@@ -221,6 +256,7 @@ def build_adult(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, c
                  {"x_npy_sha256": digest, "official_x_match": bool(match)})
 
 
+@needs(sources=("data",), extra=("seed", "negative_class", "positive_class", "official_y_file"))
 def build_covertype(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict,
                     ctx: Context | None = None) -> Built:
     import pandas as pd  # imported on use: pandas costs ~0.2 s at start-up
@@ -263,6 +299,7 @@ def build_covertype(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dic
     return Built(prepend_bias(X), y, "covertype-v1", {str(neg): -1.0, str(pos): 1.0}, meta)
 
 
+@needs(options=("seed", "n", "d"))
 def build_synthetic(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, ctx: Context | None = None) -> Built:
     seed, n, d = opts["seed"], opts["n"], opts["d"]
     for k, v in (("seed", seed), ("n", n), ("d", d)):
@@ -277,6 +314,7 @@ def build_synthetic(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dic
     return Built(X, y, "synthetic-v1", {"-1": -1.0, "+1": 1.0}, {"w_star": "ones"})
 
 
+@needs(sources=("images", "labels"), extra=("negative_class", "positive_class"))
 def build_fashion_mnist(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict,
                         ctx: Context | None = None) -> Built:
     img_path, lab_path = files["images"].path, files["labels"].path
@@ -295,6 +333,7 @@ def build_fashion_mnist(spec: DatasetSpec, files: dict[str, ResolvedFile], opts:
     return Built(X, y, "fashion-mnist-v1", {str(neg): -1.0, str(pos): 1.0})
 
 
+@needs(extra=("n_total", "n_sample", "seed", "indices_sha256"))
 def build_protein(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, ctx: Context | None = None) -> Built:
     import pandas as pd  # imported on use: pandas costs ~0.2 s at start-up
 
@@ -356,6 +395,7 @@ def read_table(path: Path, fmt: str | None = None, label_column=None, n_features
     return fmt, X, raw, label_column
 
 
+@needs(options=("format", "label_column", "n_features", "standardize", "bias"))
 def build_custom(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, ctx: Context | None = None) -> Built:
     path = files["data"].path
     fmt, X, raw, label_column = read_table(path, opts.get("format"), opts.get("label_column"), opts.get("n_features"))
@@ -371,23 +411,3 @@ def build_custom(spec: DatasetSpec, files: dict[str, ResolvedFile], opts: dict, 
         X = prepend_bias(X)
     return Built(X, y, f"custom-{fmt}-v1", mapping, meta)
 
-
-RESOLVERS: dict[str, Callable] = {
-    "load_libsvm_named": resolve_generic,
-    "load_adult": resolve_generic,
-    "load_covertype": resolve_generic,
-    "load_synthetic": resolve_none,
-    "load_fashion_mnist": resolve_generic,
-    "load_protein": resolve_protein,
-    "load_custom": resolve_custom,
-}
-
-BUILDERS: dict[str, Callable] = {
-    "load_libsvm_named": build_libsvm_named,
-    "load_adult": build_adult,
-    "load_covertype": build_covertype,
-    "load_synthetic": build_synthetic,
-    "load_fashion_mnist": build_fashion_mnist,
-    "load_protein": build_protein,
-    "load_custom": build_custom,
-}

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..io import atomic_path
 from .errors import DatasetError
-from .loaders import BUILDERS, RESOLVERS, Context
+from .loaders import Context
 from .registry import COMMON_OPTIONS, get_spec
 from .sources import resolve_data_dir
 from .validate import check_prepared, label_counts
@@ -116,7 +116,7 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
     out_path = _out_path(name, out, cache_dir)
     side = sidecar_path(out_path)
 
-    files = RESOLVERS[spec.loader](spec, ctx, opts)
+    files = spec.resolve(spec, ctx, opts)
     sources = [
         {"role": role, "file": rf.path.name, "path": str(rf.path), "sha256": rf.sha256,
          "origin": rf.origin, "verified": rf.verified}
@@ -137,7 +137,7 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
         except DatasetError:
             pass  # stale or damaged: rebuild below
 
-    built = BUILDERS[spec.loader](spec, files, opts, ctx)
+    built = spec.build(spec, files, opts, ctx)
     X, y = check_prepared(built.X, built.y, f"dataset {name!r}")
     if ctx.verify and spec.sources and spec.shape[0] is not None and X.shape != tuple(spec.shape):
         raise DatasetError(
@@ -151,7 +151,7 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
         "preprocessing": built.prep_version,
         "n": int(X.shape[0]),
         "d": int(X.shape[1]),
-        "bias": bool(spec.bias if name != "custom" else opts.get("bias", True)),
+        "bias": bool(opts.get("bias", spec.bias)),
         "row_projection": "not applied (done by the numerical core)",
         "label_counts": label_counts(y),
         "label_mapping": built.label_mapping,

@@ -1,61 +1,88 @@
-"""Static description of every dataset: source files, checksums, URLs, options.
+"""Every dataset as one :class:`DatasetSpec`: source files, checksums, URLs, options and the
+functions that load it.
 
-Nothing here touches the file system; see ``sources.py`` for lookup/download and
-``loaders.py`` for the preprocessing recipes.
+Adding a dataset is one entry of ``_SPECS`` plus its builder in ``loaders.py`` (docs/extending.md).
+Nothing here touches the file system; see ``sources.py`` for lookup/download and ``loaders.py`` for
+the preprocessing recipes.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .errors import DatasetError
+from .loaders import (Needs, build_adult, build_covertype, build_custom, build_fashion_mnist, build_libsvm_named,
+                      build_protein, build_synthetic, resolve_custom, resolve_protein, resolve_sources)
+from .sources import SourceFile
 
 LIBSVM_BASE = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/"
 UCI_ADULT_BASE = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
 FMNIST_BASE = "https://github.com/zalandoresearch/fashion-mnist/raw/master/data/fashion/"
 
-#: Directories where OS packages install data files (Debian ``dataset-*`` packages).
-INSTALLED_DIRS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {"fashion-mnist": ("/usr/share/datasets/fashion-mnist",)}
+#: options every dataset accepts (they change how inputs are obtained, not the result)
+COMMON_OPTIONS: Mapping[str, Any] = MappingProxyType(
+    {"verify_checksum": True, "allow_download": True, "force": False}
 )
 
 
 @dataclass(frozen=True)
-class SourceFile:
-    """One input file of a dataset.
+class DatasetSpec:
+    """One dataset: what it is, where its files come from and the functions that load it.
 
-    ``sha256`` holds every accepted digest of the file bytes (e.g. the Debian
-    re-packed and the original gzip of Fashion-MNIST).  An empty tuple means no
-    published digest exists; such files are only accepted if the loader verifies
-    their content some other way (protein: git blob id of the extracted member).
+    ``resolve(spec, ctx, opts)`` finds and verifies the input files (default: every entry of
+    ``sources``); ``build(spec, files, opts, ctx)`` turns them into a :class:`~.loaders.Built`.
+    ``shape`` is the expected (n, d incl. bias) with default options; ``bias`` whether column 0 is
+    the constant 1 (an option ``bias``, as custom's, overrides it); ``options`` the allowed options
+    with their defaults; ``extra`` the constants the loader functions read. A spec that lacks a key
+    its functions declare (:func:`~.loaders.needs`) fails here, when it is defined.
     """
 
-    filename: str
-    subdir: str
-    urls: tuple[str, ...] = ()
-    sha256: tuple[str, ...] = ()
-    installed_key: str | None = None  # key into INSTALLED_DIRS
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
     name: str
     description: str
-    loader: str  # function name in loaders.py
+    build: Callable
     sources: Mapping[str, SourceFile]  # role -> file
-    shape: tuple[int | None, int | None]  # expected (n, d incl. bias) with default options
+    shape: tuple[int | None, int | None]
     bias: bool
-    options: Mapping[str, Any] = field(default_factory=dict)  # allowed options with defaults
+    options: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    resolve: Callable = resolve_sources
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.name or not isinstance(self.name, str):
+            problems.append("name must be a non-empty string")
+        if not all(isinstance(s, SourceFile) for s in self.sources.values()):
+            problems.append("every source must be a SourceFile")
+        if len(self.shape) != 2 or not all(v is None or isinstance(v, int) for v in self.shape):
+            problems.append(f"shape must be (n, d) of ints or None, got {self.shape!r}")
+        if clash := sorted(set(self.options) & set(COMMON_OPTIONS)):
+            problems.append(f"options {clash} are common options (COMMON_OPTIONS)")
+        try:
+            json.dumps(dict(self.options))
+        except TypeError as exc:
+            problems.append(f"option defaults must be plain JSON values ({exc})")
+        for role, fn in (("build", self.build), ("resolve", self.resolve)):
+            if not callable(fn):
+                problems.append(f"{role} must be a function, got {fn!r}")
+                continue
+            need = getattr(fn, "needs", Needs())
+            missing = ([f"sources[{k!r}]" for k in need.sources if k not in self.sources]
+                       + [f"extra[{k!r}]" for k in need.extra if k not in self.extra]
+                       + [f"options[{k!r}]" for k in need.options if k not in self.options])
+            if missing:
+                problems.append(f"{role} function {fn.__name__} needs {', '.join(missing)}")
+        if problems:
+            raise DatasetError(f"dataset spec {self.name!r}: " + "; ".join(problems))
 
 
 def _libsvm(name: str, filename: str, sha: str, n_features: int, shape, extra_desc=""):
     return DatasetSpec(
         name=name,
         description=f"LIBSVM {filename}{extra_desc}: svmlight -> dense -> StandardScaler -> prepend 1",
-        loader="load_libsvm_named",
+        build=build_libsvm_named,
         sources={"data": SourceFile(filename, name, (LIBSVM_BASE + filename,), (sha,))},
         options={"prep": "v2"},
         shape=shape,
@@ -78,7 +105,7 @@ _SPECS = [
     DatasetSpec(
         name="adult",
         description="UCI Adult (adult.data + adult.test), dpml-benchmark recipe, prepend 1",
-        loader="load_adult",
+        build=build_adult,
         sources={
             "train": SourceFile("adult.data", "adult", (UCI_ADULT_BASE + "adult.data",),
                                 ("5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",)),
@@ -96,7 +123,7 @@ _SPECS = [
     DatasetSpec(
         name="covertype",
         description="UCI Covertype classes 3 (-1) vs 6 (+1), column/max scaling, seeded shuffle, prepend 1",
-        loader="load_covertype",
+        build=build_covertype,
         sources={
             # sha256 published by scikit-learn (sklearn/datasets/_covtype.py, ARCHIVE) for its
             # figshare mirror of UCI covtype.data.gz.
@@ -114,7 +141,7 @@ _SPECS = [
     DatasetSpec(
         name="synthetic",
         description="x ~ uniform on the unit sphere, w* = 1, y ~ logistic(<x, w*>); no bias",
-        loader="load_synthetic",
+        build=build_synthetic,
         sources={},
         options={"seed": 0, "n": 10000, "d": 100},
         shape=(10000, 100),
@@ -123,7 +150,7 @@ _SPECS = [
     DatasetSpec(
         name="fashion-mnist",
         description="Fashion-MNIST train split, classes 0 (-1) vs 3 (+1), (p/255-0.5)/0.5; no bias",
-        loader="load_fashion_mnist",
+        build=build_fashion_mnist,
         sources={
             # accepted: Debian re-packed gzip, Zalando/TFDS gzip, uncompressed IDX (PROVENANCE 2.8)
             "images": SourceFile(
@@ -144,7 +171,8 @@ _SPECS = [
     DatasetSpec(
         name="protein",
         description="KDD Cup 2004 bio_train.dat, 50000-row seeded subsample, per-column standardisation, prepend 1",
-        loader="load_protein",
+        build=build_protein,
+        resolve=resolve_protein,
         sources={
             # Looked up in this order; the first one found is used.
             "dat": SourceFile("bio_train.dat", "protein"),
@@ -169,7 +197,8 @@ _SPECS = [
     DatasetSpec(
         name="custom",
         description="user LIBSVM or CSV file; labels must take exactly two values",
-        loader="load_custom",
+        build=build_custom,
+        resolve=resolve_custom,
         sources={},
         options={"file": None, "format": None, "label_column": None, "bias": True,
                  "n_features": None, "standardize": False},
@@ -178,13 +207,19 @@ _SPECS = [
     ),
 ]
 
-#: name -> DatasetSpec (read-only)
-DATASETS: Mapping[str, DatasetSpec] = MappingProxyType({s.name: s for s in _SPECS})
 
-#: options every dataset accepts (they change how inputs are obtained, not the result)
-COMMON_OPTIONS: Mapping[str, Any] = MappingProxyType(
-    {"verify_checksum": True, "allow_download": True, "force": False}
-)
+def by_name(specs) -> Mapping[str, DatasetSpec]:
+    """A read-only name -> spec table; two specs with one name fail here."""
+    table: dict[str, DatasetSpec] = {}
+    for spec in specs:
+        if spec.name in table:
+            raise DatasetError(f"two dataset specs are named {spec.name!r}")
+        table[spec.name] = spec
+    return MappingProxyType(table)
+
+
+#: name -> DatasetSpec (read-only)
+DATASETS: Mapping[str, DatasetSpec] = by_name(_SPECS)
 
 
 def get_spec(name: str) -> DatasetSpec:

@@ -22,13 +22,14 @@ import tarfile
 import urllib.error
 import urllib.parse
 import urllib.request
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from types import MappingProxyType
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..io import atomic_path
 from .errors import DatasetError
-from .registry import INSTALLED_DIRS, SourceFile
 
 CHUNK = 1 << 20
 DOWNLOAD_TIMEOUT = 60.0
@@ -44,6 +45,41 @@ def _default_opener(url: str, timeout: float):
 
 
 _opener: Opener = _default_opener
+
+#: Directories where OS packages install data files (Debian ``dataset-*`` packages).
+INSTALLED_DIRS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"fashion-mnist": ("/usr/share/datasets/fashion-mnist",)}
+)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file of a dataset.
+
+    ``sha256`` holds every accepted digest of the file bytes (e.g. the Debian
+    re-packed and the original gzip of Fashion-MNIST).  An empty tuple means no
+    published digest exists; such files are only accepted if the loader verifies
+    their content some other way (protein: git blob id of the extracted member).
+    """
+
+    filename: str
+    subdir: str
+    urls: tuple[str, ...] = ()
+    sha256: tuple[str, ...] = ()
+    installed_key: str | None = None  # key into INSTALLED_DIRS
+
+    def __post_init__(self) -> None:
+        bad = []
+        if not isinstance(self.urls, tuple) or not all(isinstance(u, str) for u in self.urls):
+            bad.append(f"urls must be a tuple of strings, got {self.urls!r}")
+        if not isinstance(self.sha256, tuple) or not all(
+                isinstance(h, str) and re.fullmatch("[0-9a-f]{64}", h) for h in self.sha256):
+            bad.append(f"sha256 must be a tuple of 64-digit lower-case hex digests, got {self.sha256!r}")
+        if self.installed_key is not None and self.installed_key not in INSTALLED_DIRS:
+            bad.append(f"installed_key {self.installed_key!r} is not a key of INSTALLED_DIRS")
+        if bad:
+            raise DatasetError(f"source file {self.filename!r}: " + "; ".join(bad))
+
 
 @dataclass(frozen=True)
 class ResolvedFile:
@@ -92,7 +128,7 @@ def local_candidates(src: SourceFile, data_dir: Path | None, cache_dir: Path) ->
         out.append((data_dir / src.subdir / src.filename, "data_dir"))
         out.append((data_dir / src.filename, "data_dir"))
     if src.installed_key:
-        for d in INSTALLED_DIRS.get(src.installed_key, ()):
+        for d in INSTALLED_DIRS[src.installed_key]:
             out.append((Path(d) / src.filename, "installed"))
     out.append((cache_dir / "downloads" / src.filename, "download_cache"))
     return out

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..algorithms import ALGORITHMS
 from ..data import DatasetError
-from ..data.loaders import RESOLVERS, Context
+from ..data.loaders import Context
 from ..data.registry import get_spec
 from ..holdout import holdout_fraction
 from ..privacy import CONVERSIONS
@@ -94,7 +94,7 @@ def dataset_available(name: str, data_dir: Path | None, allow_download: bool,
     opts.update({k: v for k, v in (options or {}).items() if k in opts})
     ctx = Context(data_dir, Path("resources/data"), verify=False, allow_download=False)
     try:
-        RESOLVERS[spec.loader](spec, ctx, opts)
+        spec.resolve(spec, ctx, opts)
     except DatasetError as exc:
         return False, str(exc).splitlines()[0]
     return True, ""

@@ -377,38 +377,6 @@ def _legend(fig, axes):
     fig.tight_layout(rect=(0, bottom, 1, top))
 
 
-def make_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
-    """Entry point of the figure rules: ``name`` is the rule name (fig1_runtime, ...)."""
-    fig = params["figures"]
-    conv = params["conversion"]
-    styles = method_styles(params.get("methods", []))
-    best = pd.read_parquet(inputs["best"]) if "best" in inputs else None
-    if name == "fig1_runtime":
-        runtime_curves(pd.read_parquet(inputs["curves"]), pd.read_parquet(inputs["costs"]),
-                       fig["runtime_algorithms"], float(fig["runtime_epsilon"]), conv, outputs, styles)
-    elif name == "fig2_privacy_utility":
-        floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
-        privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["privacy_utility"], conv, outputs,
-                        floor=floor, styles=styles)
-    elif name == "fig3_convergence":
-        convergence(pd.read_parquet(inputs["curves"]), fig["convergence_algorithms"], fig["convergence_epsilons"],
-                    conv, outputs, styles)
-    elif name == "fig4_minibatch":
-        privacy_utility(best, pd.read_parquet(inputs["baseline"]), params["minibatch"], conv, outputs,
-                        title="Minibatch variants vs DP-SGD", styles=styles)
-    elif name == "fig5_conversions":
-        base = pd.read_parquet(inputs["baseline"]) if "baseline" in inputs else None
-        conversions(best, params["study"]["algorithm"], params["conversions"], outputs, base)
-    elif name == "fig6_frontier":
-        floor = pd.read_parquet(inputs["floor"]) if "floor" in inputs else None
-        frontier_figure(pd.read_parquet(inputs["frontier"]), pd.read_parquet(inputs["baseline"]), conv, outputs,
-                        floor=floor, styles=styles)
-    elif name == "fig7_heldout":
-        heldout(pd.read_parquet(inputs["heldout"]), params["privacy_utility"], conv, outputs, styles)
-    else:
-        raise ValueError(f"unknown figure {name!r}")
-
-
 def publish(sources, targets) -> None:
     """Copy each source figure onto its target path atomically."""
     for src, dst in zip(sources, targets):

@@ -1,15 +1,16 @@
 """Every claim under every setting: the verdict rows and the tables they were read from.
 
-Runtimes are lone-run runtimes from the timing stage's costs (:mod:`dpnewton.pipeline.timing`).
-Each verdict is also evaluated with every capped cell continued and with the baseline's costs moved
-by the timing tolerance (:mod:`.sensitivity`).
+:data:`CLAIMS` lists the claims the report checks, each with its rule; :func:`evaluate` runs every
+row under each of its settings. Runtimes are lone-run runtimes from the timing stage's costs
+(:mod:`dpnewton.pipeline.timing`). Each verdict is also evaluated with every capped cell continued
+and with the baseline's costs moved by the timing tolerance (:mod:`.sensitivity`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
+from typing import Callable
 
-import numpy as np
 import pandas as pd
 
 from ...privacy import epsilon_to_rho
@@ -18,13 +19,44 @@ from ..timing import cost_lookup, runtime_column
 from .beyond import beyond_table
 from .cells import (SETTING_CONVERSION, SETTINGS, base_of, cell_row, is_paper_configuration, is_reset,
                     setting_cells)
-from .paper import PAPER_TABLE1, paper_claim
-from .rules import (verdict_best_loss, verdict_damped, verdict_fig1, verdict_oracle, verdict_qu, verdict_speedup,
+from .paper import PAPER_TABLE1, PaperClaim, paper_claim
+from .rules import (Evidence, check_best_loss, check_damped, check_fig1, check_oracle, check_qu, check_speedup,
                     verdict_table1_cell, winner_by_budget)
 from .sensitivity import (continued_past_cap, scaled_costs, table1_cell_within_timing, with_cap_check,
                           with_timing_check)
 from .tables import code_versions, configurations, divergence_table, heldout_cells, split_seed_selection
-from .verdict import NA, Verdict
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim the report checks: what the paper says (``paper``, a :class:`~.paper.PaperClaim`), the
+    rule that reads our runs (``rule(paper, evidence)``, :mod:`.rules`), the settings it is checked
+    under, and whether it reads the held-out cells (T chosen on half the seeds, loss on the others)."""
+
+    paper: PaperClaim
+    rule: Callable
+    settings: tuple[str, ...] = tuple(SETTINGS)
+    held_out: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.paper, PaperClaim):
+            raise TypeError(f"claim {self.paper!r}: paper must be a PaperClaim")
+        if not callable(self.rule):
+            raise TypeError(f"claim {self.paper.id!r}: rule must be a function, got {self.rule!r}")
+        if not self.settings or not set(self.settings) <= set(SETTINGS):
+            raise ValueError(f"claim {self.paper.id!r}: settings {self.settings!r} must be some of {SETTINGS}")
+
+
+#: the claims :func:`evaluate` checks, in the order of the report's rows (held-out rows after the others)
+CLAIMS: tuple[Claim, ...] = (
+    Claim(paper_claim("C1"), check_best_loss),
+    Claim(paper_claim("C2"), check_speedup),
+    Claim(paper_claim("C3"), check_fig1),
+    Claim(paper_claim("C4"), check_oracle),
+    Claim(paper_claim("C5"), check_damped),
+    Claim(paper_claim("C6"), check_qu),
+    Claim(paper_claim("C1-robustness"), check_best_loss, ("a", "a-tuned"), held_out=True),
+)
 
 
 def official_rho(epsilon: float, delta: float) -> float:
@@ -95,70 +127,43 @@ def _table1_row(setting: str, ds: str, e: float, g, o, tol: float) -> dict:
 
 
 def _verdicts(summary, best, held, baseline, curves, claims: dict, official) -> tuple[pd.DataFrame, dict]:
-    """Verdict rows of every claim and setting on the cells ``best`` (held-out cells ``held``), and
-    the per-setting cells and Table 1 rows they were read from."""
+    """Verdict rows of every row of :data:`CLAIMS` under each of its settings on the cells ``best``
+    (held-out cells ``held``), and the per-setting cells and Table 1 rows they were read from."""
     conv = {"a": claims["protocol_conversion"], "b": claims["official_conversion"], "c": claims["tight_conversion"]}
-    ours = list(claims["ours"])
-    base_alg, oracle, damped = claims["baseline"], claims["oracle"], claims["damped"]
-    t1_ours = claims["table1_ours"]
     tol = float(claims["timing_tolerance"])
     triv = dict(zip(baseline["dataset"], baseline["trivial_excess_loss"]))
-    datasets = sorted(best["dataset"].unique())
-    bases = sorted(best["base"].unique())
-    competitors = [b for b in bases if b not in ours and b != oracle]
-    c1, c1_robust, c2, c3, c4, c5, c6 = (paper_claim(i) for i in ("C1", "C1-robustness", "C2", "C3", "C4", "C5", "C6"))
-    fig1_eps = c3.values["epsilon"]
-    rows = []
-
-    def add(claim, setting, dataset, res: Verdict, paper=""):
-        rows.append({"claim": claim, "setting": setting, "conversion": conv[SETTING_CONVERSION[setting]],
-                     "dataset": dataset, "paper": paper, **res.row()})
-
     cells_by = {s: setting_cells(best, s, conv, official) for s in SETTINGS}
-    held_by = {s: setting_cells(held, s, conv, official) for s in ("a", "a-tuned")}
-    table1_rows = []
-    for s in SETTINGS:
-        cells = cells_by[s]
-        for ds in datasets:
-            add(c1.name(), s, ds, verdict_best_loss(cells, ds, ours, competitors, triv.get(ds)), c1.paper())
-        for ds in datasets:
-            for e in sorted(cells[cells["dataset"] == ds]["epsilon"].unique()):
-                g, o = cell_row(cells, ds, base_alg, e), cell_row(cells, ds, t1_ours, e)
-                if g is not None and o is not None:
-                    table1_rows.append(_table1_row(s, ds, e, g, o, tol))
-        t1 = pd.DataFrame([r for r in table1_rows if r["setting"] == s])
-        if len(t1):
-            ratios = " ".join(f"{r.dataset}@{r.epsilon:g}:{r.ratio:.1f}x" for r in t1.itertuples())
-            degenerate = [max(r.dp_gd_excess, r.ours_excess) >= triv.get(r.dataset, np.inf) for r in t1.itertuples()]
-            add(c2.name(), s, "all", replace(verdict_speedup(t1["ratio"], degenerate), ours=ratios), c2.paper())
-        for ds in datasets:
-            allb = cells[(cells["dataset"] == ds) & np.isclose(cells["epsilon"], fig1_eps)]["excess_loss_mean"]
-            allb = allb.astype(float)
-            allb = allb[np.isfinite(allb)]
-            g, o = cell_row(cells, ds, base_alg, fig1_eps), cell_row(cells, ds, t1_ours, fig1_eps)
-            if g is None or o is None:
-                continue
-            sub = curves[((curves["algorithm"] == g["algorithm"]) | (curves["algorithm"] == o["algorithm"]))
-                         & (curves["conversion"] == o["conversion"])]
-            add(c3.name(), s, ds,
-                verdict_fig1(sub, ds, fig1_eps, o["conversion"], o["algorithm"], g["algorithm"],
-                             float(allb.min()) if len(allb) else float("nan")),
-                c3.paper())
-        for ds in datasets:
-            for e in sorted(best[best["base"] == oracle]["epsilon"].unique()):
-                res = verdict_oracle(summary, cells, ds, float(e), ours, oracle)
-                if res.verdict != NA:
-                    add(c4.name(eps=e), s, ds, res, c4.paper())
-        for ds in datasets:
-            add(c5.name(), s, ds, verdict_damped(cells, ds, damped, [b for b in bases if b != oracle and b != damped]),
-                c5.paper())
-        for ds in datasets:
-            add(c6.name(), s, ds, verdict_qu(cells, ds), c6.paper())
-    for s in ("a", "a-tuned"):
-        for ds in datasets:
-            add(c1_robust.name(), s, ds, verdict_best_loss(held_by[s], ds, ours, competitors, triv.get(ds)),
-                c1_robust.paper())
-    return pd.DataFrame(rows), {"table1": pd.DataFrame(table1_rows), "cells": cells_by, "conv": conv}
+    table1 = {s: _table1(s, cells_by[s], claims["baseline"], claims["table1_ours"], tol) for s in SETTINGS}
+
+    def evidence(setting: str, cells: pd.DataFrame) -> Evidence:
+        return Evidence(setting, conv[SETTING_CONVERSION[setting]], cells, best, summary, curves,
+                        pd.DataFrame(table1[setting]), triv, tuple(claims["ours"]), claims["baseline"],
+                        claims["table1_ours"], claims["oracle"], claims["damped"])
+
+    held_settings = [s for s in SETTINGS if any(c.held_out and s in c.settings for c in CLAIMS)]
+    by_kind = {False: {s: evidence(s, cells_by[s]) for s in SETTINGS},
+               True: {s: evidence(s, setting_cells(held, s, conv, official)) for s in held_settings}}
+    rows = []
+    for held_out, by_setting in by_kind.items():  # the held-out rows after the others
+        for s, ev in by_setting.items():
+            for claim in CLAIMS:
+                if claim.held_out == held_out and s in claim.settings:
+                    rows += [{"claim": name, "setting": s, "conversion": ev.conversion, "dataset": ds,
+                              "paper": claim.paper.paper(), **res.row()}
+                             for name, ds, res in claim.rule(claim.paper, ev)]
+    return pd.DataFrame(rows), {"table1": pd.DataFrame([r for s in SETTINGS for r in table1[s]]),
+                                "cells": cells_by, "conv": conv}
+
+
+def _table1(setting: str, cells: pd.DataFrame, base_alg: str, ours: str, tol: float) -> list[dict]:
+    """The setting's Table 1 cells: each (dataset, epsilon) where DP-GD and ``ours`` both have a cell."""
+    rows = []
+    for ds in sorted(cells["dataset"].unique()):
+        for e in sorted(cells[cells["dataset"] == ds]["epsilon"].unique()):
+            g, o = cell_row(cells, ds, base_alg, e), cell_row(cells, ds, ours, e)
+            if g is not None and o is not None:
+                rows.append(_table1_row(setting, ds, e, g, o, tol))
+    return rows
 
 
 def budget_winner(frontier: pd.DataFrame, conversion: str) -> pd.DataFrame:
