@@ -4,6 +4,8 @@ and a claim row evaluated by the claims loop. Each test adds its entry for its o
 from __future__ import annotations
 
 import hashlib
+import types
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,8 @@ from dpnewton.pipeline.claims.paper import PaperClaim
 from dpnewton.pipeline.claims.verdict import NOT, REPRODUCED, Verdict
 from dpnewton.pipeline.plan import dataset_available
 from dpnewton.pipeline.schema import fill_defaults
+
+REPO = Path(__file__).resolve().parents[1]
 
 TOY_SVM = b"+1 1:0.5 2:1\n-1 2:2\n+1 1:1.5\n-1 1:-1 2:0.5\n"
 
@@ -154,3 +158,48 @@ def test_a_claim_row_without_a_rule_or_with_an_unknown_setting_fails_at_definiti
 
 def test_the_toy_entries_do_not_leak():
     assert "toy" not in registry.DATASETS and TOY_CLAIM not in evaluation.CLAIMS
+
+
+def layout_map() -> list[str]:
+    """The paths of the layout map in docs/extending.md (its last code block)."""
+    text = (REPO / "docs" / "extending.md").read_text()
+    block = text.split("## Layout", 1)[1].split("```")[1]
+    return [line.split()[0] for line in block.strip().splitlines() if line.strip()]
+
+
+def test_the_layout_map_lists_every_module_and_workflow_file():
+    """Every module of src/dpnewton and every file of workflow/ has its line, in the tree's order of
+    layers, and every line names a file that exists."""
+    listed = layout_map()
+    assert len(listed) == len(set(listed)), "a path is listed twice"
+    tree = {str(p.relative_to(REPO)) for p in (REPO / "src" / "dpnewton").rglob("*.py")}
+    tree |= {str(p.relative_to(REPO)) for p in (REPO / "workflow").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    assert sorted(tree - set(listed)) == [], "missing from the layout map in docs/extending.md"
+    assert sorted(set(listed) - tree) == [], "listed in docs/extending.md but not in the tree"
+
+
+def test_a_new_figure_is_drawn_through_the_rule_entry_point(tmp_path, monkeypatch):
+    """The figure recipe: one SPECS entry (tables, draw function, caption) drawn by draw_figure, the
+    figure rule's entry point, from verified parquet tables."""
+    from dpnewton.io import atomic_write_parquet
+    from dpnewton.pipeline import figures, plots
+
+    def draw(t, p, outputs, styles):
+        fig, ax = plots.plt.subplots()
+        ax.plot(t["best"]["epsilon"], t["best"]["excess_loss_mean"], **styles["dp-gd"])
+        plots.save(fig, outputs)
+
+    spec = figures.Figure("Figure 8: toy", {"best": "best_T"}, draw, lambda cfg, study: "Figure 8: toy.",
+                          made=lambda plan, params: params.get("toy", False))
+    monkeypatch.setattr(figures, "SPECS", {**figures.SPECS, "fig8_toy": spec})
+    table = tmp_path / "best_T.parquet"
+    atomic_write_parquet(table, pd.DataFrame({"epsilon": [0.1, 1.0], "excess_loss_mean": [0.3, 0.1]}))
+    out = tmp_path / "fig8_toy.png"
+    figures.draw_figure("fig8_toy", {"best": str(table)}, [str(out)], {"methods": ["dp-gd"]})
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert figures.get_figure("fig8_toy").caption({}, {}) == "Figure 8: toy."
+    params = {"toy": True, "figures": {"minibatch_baseline": "dp-sgd"}, "minibatch": [], "conversions": ["bs16"]}
+    assert "fig8_toy" in figures.made_figures(types.SimpleNamespace(holdout=None), params)
+    with pytest.raises(ValueError, match="no figure 'fig9'"):
+        figures.get_figure("fig9")
