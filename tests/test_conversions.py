@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpnewton.privacy import (CONVERSIONS, default_delta, epsilon_to_rho, official_fsolve_failed,
+from dpnewton.privacy import (CONVERSIONS, epsilon_to_rho, official_fsolve_failed,
                               rho_to_epsilon)
+from dpnewton.privacy.neighbouring import paper_delta
 
 # CKS known answers: OpenDP's unit test value and the table of docs/algorithms.md §6.4.
 CKS_KATS = [(1 / 32, 1e-3, 0.6880024554878086), (0.025, 1e-6, 1.014074), (0.5, 1e-5, 4.728387),
@@ -35,7 +36,7 @@ A1A_TABLE = {0.01: (1.710e-6, 1.208e-6), 0.1: (1.480e-4, 1.203e-4), 1.0: (1.2775
 
 @pytest.mark.parametrize("eps", sorted(A1A_TABLE))
 def test_bs16_and_paper_match_spec_table(eps):
-    delta = default_delta(30956)
+    delta = paper_delta(30956)
     bs16, paper = A1A_TABLE[eps]
     assert epsilon_to_rho(eps, delta, "bs16") == pytest.approx(bs16, rel=2e-3)
     assert epsilon_to_rho(eps, delta, "paper") == pytest.approx(paper, rel=2e-3)
@@ -47,7 +48,7 @@ def test_paper_closed_form():
 
 
 def test_official_fsolve_bug_reproduced():
-    delta = default_delta(30956)
+    delta = paper_delta(30956)
     for eps in (0.01, 0.1):
         assert epsilon_to_rho(eps, delta, "official-fsolve") == 1e-3
         assert official_fsolve_failed(eps, delta)

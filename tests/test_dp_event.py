@@ -12,10 +12,11 @@ from dp_accounting.rdp import RdpAccountant
 
 from dpnewton.algorithms import ALGORITHMS
 from dpnewton.experiment import run_algorithm
-from dpnewton.privacy import (ObjectivePerturbationEvent, PrivacyLedger, SubsampledGaussianEvent, default_delta,
+from dpnewton.privacy import (ObjectivePerturbationEvent, PrivacyLedger, SubsampledGaussianEvent,
                               official_fsolve_failed)
 from dpnewton.privacy import accountant as acc
 from dpnewton.privacy.conversions import _cks_optimal_order
+from dpnewton.privacy.neighbouring import paper_delta
 from tests.conftest import make_problem
 
 # Closed-form RDP of Gaussian events: any grid is cheap, so a wide and dense one.
@@ -59,7 +60,7 @@ def _is_subsampled(ledger):
 @pytest.mark.parametrize("epsilon,conversion", CASES)
 def test_accountants_on_dp_event_meet_target(small_problem, algorithm, epsilon, conversion):
     (res,) = run_algorithm(small_problem, "toy", algorithm, epsilon, [0], [T], conversion=conversion)
-    ledger, delta = res.ledger, default_delta(N)
+    ledger, delta = res.ledger, paper_delta(N)
     event = ledger.dp_event(ignore_nonprivate=True)
     assert isinstance(event, dp_accounting.ComposedDpEvent)
     if algorithm in NOT_GAUSSIAN:
@@ -151,7 +152,7 @@ def test_zero_sensitivity_release_is_a_no_op():
 
 
 def test_subsampled_event_structure(small_problem):
-    epsilon, delta = 1.0, default_delta(N)
+    epsilon, delta = 1.0, paper_delta(N)
     (res,) = run_algorithm(small_problem, "toy", "minibatch-hess-clip", epsilon, [0], [T])
     (cal,) = res.ledger.events
     (event,) = res.ledger.dp_event().events

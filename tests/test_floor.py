@@ -16,7 +16,8 @@ import pytest
 
 from dpnewton.floor import (LABEL, dataset_floor, hessian_spectrum, noise_variance, ridge_floor,
                             ridge_objective)
-from dpnewton.privacy import default_delta, epsilon_to_rho
+from dpnewton.privacy import epsilon_to_rho
+from dpnewton.privacy.neighbouring import paper_delta
 
 
 def _random_case(seed: int, d: int = 6, spread: float = 6.0):
@@ -193,7 +194,7 @@ def test_argument_errors():
 def test_dataset_floor(toy_problem):
     p = toy_problem
     rec = dataset_floor(p, 1.0)
-    delta = default_delta(p.n)
+    delta = paper_delta(p.n)
     assert rec["delta"] == delta and rec["conversion"] == "bs16"
     assert rec["rho"] == epsilon_to_rho(1.0, delta, "bs16")
     l, b = hessian_spectrum(p)
@@ -225,7 +226,7 @@ def test_cli_floor_json(tmp_path, capsys):
     p = load_problem_from_prepared(prepared.path)
     ref = dataset_floor(p, 1.0)
     assert rec["ridge_floor"] == ref["ridge_floor"] and rec["n"] == p.n and rec["d"] == p.d
-    assert rec["delta"] == default_delta(p.n) and rec["conversion"] == "bs16"
+    assert rec["delta"] == paper_delta(p.n) and rec["conversion"] == "bs16"
     assert rec["trivial_excess_loss"] > rec["ridge_floor"] > 0
     # explicit delta and conversion; the human-readable form names what it is
     assert main(["floor", "--dataset", "synthetic", "--epsilon", "1", "--delta", "1e-6", "--conversion", "cks",
@@ -309,7 +310,7 @@ def test_floor_frame_uses_the_training_split_with_a_holdout(tmp_path):
     compute_optimum(prepared, holdout=0.25)
     train = load_problem_from_prepared(prepared, holdout=0.25)
     assert train.n == 300
-    delta = default_delta(train.n)
+    delta = paper_delta(train.n)
     best = pd.DataFrame({"dataset": ["synthetic"] * 3, "algorithm": ["b", "a", "a"], "conversion": ["bs16"] * 3,
                          "epsilon": [1.0, 1.0, 0.1], "delta": [delta] * 3, "excess_loss_mean": [0.02, 0.01, 0.05]})
     cells = agg.floor_cells(best)

@@ -11,7 +11,7 @@ from .algorithms.optimum import find_optimum
 from .experiment import DEFAULT_CONVERSION, result_record, run_algorithm
 from .loss import LogisticProblem
 from .privacy import PrivacyLedger
-from .privacy.neighbouring import LIBRARY_RELATION, default_delta
+from .privacy.neighbouring import LIBRARY_RELATION, resolve_delta
 
 
 DATASET_NAME = "user"
@@ -48,5 +48,5 @@ def fit(X, y, algorithm: str, epsilon: float, delta: float | None = None, iterat
         problem.set_optimum(opt.w, opt.loss)
     (res,) = run_algorithm(problem, dataset, algorithm, epsilon, [seed], [iterations], delta=delta,
                            conversion=conversion, hyper=hyper, neighbouring=neighbouring)
-    delta_used = default_delta(neighbouring, problem.n) if delta is None else delta
+    delta_used = resolve_delta(delta, neighbouring, problem.n)
     return FitResult(res.w, res.ledger, result_record(res, conversion, epsilon, delta_used), res)

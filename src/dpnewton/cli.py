@@ -19,14 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .algorithms import build_config, get_algorithm
-from .experiment import (DEFAULT_CONVERSION, check_relation_supported, result_record, run_algorithm,
-                         validate_run_arguments)
+from .algorithms import get_algorithm
+from .experiment import DEFAULT_CONVERSION, check_run, result_record, run_algorithm
 from .floor import SHORT_LABEL, dataset_floor
 from .io import to_json
 from .model import SUFFIXES, LinearModel
 from .privacy import CONVERSIONS, check_epsilon_delta, epsilon_to_rho
-from .privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_DELTA, LIBRARY_RELATION, RELATIONS, default_delta
+from .privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_DELTA, LIBRARY_RELATION, RELATIONS, resolve_delta
 
 
 def _hyper_value(text: str):
@@ -52,14 +51,14 @@ def _parse_hyper(items: list[str]) -> dict:
 _HYPER_KINDS = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a word"}
 
 
-def _check_hyper(algorithm: str, hyper: dict) -> None:
-    """Build ``algorithm``'s configuration from the --hyper values, without data: an unknown key, a
-    value of the wrong type (checked against the configuration's field annotation) or a value its
-    ``validated()`` rejects is a ValueError naming the key."""
+def _check_hyper_types(algorithm: str, hyper: dict) -> None:
+    """A --hyper value of the wrong type for its configuration field (read off the field's annotation) is a
+    ValueError naming the key and the type; unknown keys and values the configuration rejects are
+    :func:`~dpnewton.experiment.check_run`'s."""
     found = get_algorithm(algorithm).config
     if found is None:
         return
-    cls, fixed = found
+    cls, _ = found
     types = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
              for f in dataclasses.fields(cls)}
     for key, value in hyper.items():
@@ -73,10 +72,6 @@ def _check_hyper(algorithm: str, hyper: dict) -> None:
         if not any(fits[k] for k in kinds):
             raise ValueError(f"--hyper {key}={value}: {algorithm}'s {key} takes "
                              f"{' or '.join(_HYPER_KINDS[k] for k in kinds)} ({types[key]}), not {value!r}")
-    try:
-        build_config(cls, hyper, fixed)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"--hyper {' '.join(f'{k}={v}' for k, v in hyper.items())}: {exc}") from None
 
 
 #: bytes a run allocates per iteration: excess losses, update times, the loss curve (float64) and
@@ -149,16 +144,11 @@ def _cmd_run(args) -> int:
     from .problems import load_problem_from_prepared, prepare_source
 
     # fail on bad arguments before any data work
-    get_algorithm(args.algorithm)
-    validate_run_arguments(args.epsilon, args.delta, args.iterations, args.conversion, args.neighbouring)
-    check_relation_supported(args.algorithm, args.neighbouring)
+    hyper = _parse_hyper(args.hyper)
+    _check_hyper_types(args.algorithm, hyper)
+    check_run(args.algorithm, args.epsilon, args.delta, args.iterations, args.conversion, args.neighbouring, hyper)
     if args.seed is not None and args.seed < 0:
         raise ValueError(f"--seed {args.seed} must be an integer >= 0 (omit --seed for fresh randomness)")
-    hyper = _parse_hyper(args.hyper)
-    _check_hyper(args.algorithm, hyper)
-    if args.delta is not None or args.neighbouring == LIBRARY_RELATION:   # delta known without n
-        epsilon_to_rho(args.epsilon, default_delta(args.neighbouring, 0) if args.delta is None else args.delta,
-                       args.conversion)
     _check_run_memory(args.algorithm, args.iterations)
     if args.save_model and not args.save_model.endswith(SUFFIXES):
         raise ValueError(f"--save-model {args.save_model}: the file must end in {' or '.join(SUFFIXES)}")
@@ -179,7 +169,7 @@ def _cmd_run(args) -> int:
     (res,) = run_algorithm(problem, name, args.algorithm, args.epsilon, [args.seed], [args.iterations],
                            delta=args.delta, conversion=args.conversion, hyper=hyper,
                            neighbouring=args.neighbouring)
-    delta = default_delta(args.neighbouring, problem.n) if args.delta is None else args.delta
+    delta = resolve_delta(args.delta, args.neighbouring, problem.n)
     record = result_record(res, args.conversion, args.epsilon, delta)
     record["n"], record["d"] = problem.n, problem.d
     if args.ledger or args.save_model:
@@ -246,7 +236,7 @@ def _cmd_floor(args) -> int:
     prepared = prepare_source(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
                               cache_dir=args.cache_dir)
     problem = load_problem_from_prepared(prepared.path)
-    delta = default_delta(BENCHMARK_RELATION, problem.n) if args.delta is None else args.delta
+    delta = resolve_delta(args.delta, BENCHMARK_RELATION, problem.n)
     rec = dataset_floor(problem, args.epsilon, delta, args.conversion)
     record = {"dataset": args.dataset or "custom", "epsilon": rec["epsilon"], "delta": rec["delta"],
               "conversion": rec["conversion"], "rho": rec["rho"], "ridge_floor": rec["ridge_floor"],

@@ -25,8 +25,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 from .api import DATASET_NAME
-from .experiment import (DEFAULT_CONVERSION, result_record, resolve_budget, run_algorithm, run_at_rho,
-                         validate_iterations, validate_run_arguments)
+from .experiment import (DEFAULT_CONVERSION, check_run, result_record, resolve_budget, run_algorithm, run_at_rho,
+                         validate_iterations)
 from .loss import LogisticProblem
 from .privacy.neighbouring import LIBRARY_RELATION, relation_sentence
 from .seeding import validate_seed
@@ -274,9 +274,9 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         """Every parameter checked before any data work; the resolved values."""
         spec = _check_algorithm(self.algorithm)
         T = _check_iterations(self.iterations, spec)
-        validate_run_arguments(self.epsilon, self.delta, T, self.conversion, LIBRARY_RELATION)
         if self.hyper is not None and not isinstance(self.hyper, dict):
             raise ValueError(f"hyper={self.hyper!r} must be None or a dict of hyper-parameters")
+        check_run(spec.name, self.epsilon, self.delta, T, self.conversion, LIBRARY_RELATION, self.hyper)
         return {"spec": spec, "T": T, "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
                 "max_norm": _check_positive(self.max_norm, "max_norm", allow_none=False),
                 "seed": validate_seed(self.random_state, "random_state"),

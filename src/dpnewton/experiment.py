@@ -24,16 +24,15 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .algorithms import ALGORITHMS, RunContext, RunResult, get_algorithm
+from .algorithms import ALGORITHMS, AlgorithmSpec, RunContext, RunResult, build_config, get_algorithm
 from .io import to_json
 from .loss import LogisticProblem
-from .privacy import (CONVERSIONS, PrivacyLedger, check_epsilon_delta, epsilon_to_rho, official_fsolve_failed,
-                      rho_to_epsilon)
+from .privacy import (DEFAULT_CONVERSION, PrivacyLedger, check_conversion, check_epsilon_delta, epsilon_to_rho,
+                      official_fsolve_failed, rho_to_epsilon)
 from .privacy.neighbouring import (BENCHMARK_RELATION, COUNT_SENSITIVITY, LIBRARY_RELATION, check_delta_for_rows,
-                                   check_relation, count_rho, default_delta, released_count)
+                                   check_relation, count_rho, delta_without_n, released_count, resolve_delta)
 from .seeding import RunIdentity, validate_seed
 
-DEFAULT_CONVERSION = "bs16"
 LEDGER_TOLERANCE = 1e-9
 #: T -> the iterates of 0..T whose loss a run records (RunContext.loss_iterates)
 LossIterates = Callable[[int], np.ndarray]
@@ -50,34 +49,49 @@ def validate_iterations(iterations) -> int:
     return int(iterations)
 
 
-def validate_run_arguments(epsilon: float, delta: float | None, iterations: int, conversion: str,
-                           neighbouring: str = BENCHMARK_RELATION) -> None:
-    """Check a run's privacy and length arguments without touching data (ValueError names them)."""
-    check_epsilon_delta(epsilon, 0.5 if delta is None else delta)
-    validate_iterations(iterations)
-    if conversion not in CONVERSIONS:
-        raise ValueError(f"conversion={conversion!r} is unknown; choose one of {', '.join(CONVERSIONS)}")
-    check_relation(neighbouring)
+def check_run(algorithm: str, epsilon: float, delta: float | None, iterations, conversion: str = DEFAULT_CONVERSION,
+              neighbouring: str = BENCHMARK_RELATION, hyper: dict | None = None) -> AlgorithmSpec:
+    """Every check of a run's arguments that needs no data, in one place; returns the algorithm's card.
+
+    ValueError naming the argument for: an unknown algorithm, a relation its card does not cover, a
+    configuration its ``validated()`` rejects (``hyper``, built as the runner builds it), epsilon and
+    delta out of range, T not an integer >= 1 (one T or a list), an unknown conversion, and - when delta
+    is known without n (given, or the relation's public default) - an epsilon the conversion cannot
+    represent. What needs n (the n^-2 default, delta < 1/n) is :func:`resolve_budget`'s.
+    """
+    spec = get_algorithm(algorithm)
+    check_relation_supported(spec, neighbouring)
+    Ts = [iterations] if isinstance(iterations, (int, np.integer, bool)) else list(iterations)
+    if not Ts:
+        raise ValueError("iterations must not be empty")
+    for T in Ts:
+        validate_iterations(T)
+    check_conversion(conversion)
+    known = delta if delta is not None else delta_without_n(neighbouring)
+    check_epsilon_delta(epsilon, 0.5 if known is None else known)
+    if spec.config is not None:
+        cls, fixed = spec.config
+        build_config(cls, dict(hyper or {}), fixed)
+    if known is not None:
+        epsilon_to_rho(epsilon, known, conversion)   # representable (a clear error, never a hang)
+    return spec
 
 
 def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str,
                    neighbouring: str = BENCHMARK_RELATION) -> tuple[float, float]:
     """(delta, rho) for a target epsilon: delta defaults by the relation
-    (:func:`~dpnewton.privacy.neighbouring.default_delta`) and must be below 1/n; rho via ``conversion``."""
-    if conversion not in CONVERSIONS:
-        raise ValueError(f"conversion={conversion!r} is unknown; choose one of {', '.join(CONVERSIONS)}")
-    delta = default_delta(neighbouring, n) if delta is None else delta
+    (:func:`~dpnewton.privacy.neighbouring.resolve_delta`) and must be below 1/n; rho via ``conversion``."""
+    delta = resolve_delta(delta, neighbouring, n)
     check_epsilon_delta(epsilon, delta)
     check_delta_for_rows(delta, n)
     return delta, epsilon_to_rho(epsilon, delta, conversion)
 
 
-def check_relation_supported(algorithm: str, neighbouring: str) -> None:
-    """ValueError unless ``algorithm``'s calibration covers the relation (its card's ``relations``)."""
-    spec = get_algorithm(algorithm)
+def check_relation_supported(spec: AlgorithmSpec, neighbouring: str) -> None:
+    """ValueError unless the card's calibration covers the relation (its ``relations``)."""
     if check_relation(neighbouring) not in spec.relations:
         covered = sorted(name for name, other in ALGORITHMS.items() if neighbouring in other.relations)
-        raise ValueError(f"algorithm={algorithm!r} is calibrated only for neighbouring="
+        raise ValueError(f"algorithm={spec.name!r} is calibrated only for neighbouring="
                          f"{' or '.join(spec.relations)}, not {neighbouring!r}; use that relation "
                          f"(--neighbouring {spec.relations[0]}) or one of {', '.join(covered)}")
 
@@ -89,8 +103,9 @@ def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, co
     count ``n`` first (:func:`release_count`), so ``n`` is then required."""
     counts = False
     if check_relation(neighbouring) != BENCHMARK_RELATION:  # every method covers the benchmark's
-        check_relation_supported(algorithm, neighbouring)
-        counts = get_algorithm(algorithm).plan is not None
+        spec = get_algorithm(algorithm)
+        check_relation_supported(spec, neighbouring)
+        counts = spec.plan is not None
     if counts and n is None:
         raise ValueError("the add-remove relation needs the row count n to release it")
     contexts = []
@@ -137,12 +152,8 @@ def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilo
     ``loss_iterates(T)``: the iterates whose loss a run of T iterations records
     (:attr:`~dpnewton.algorithms.base.RunContext.loss_iterates`; default all). ``neighbouring``: the
     relation the noise is calibrated for (default the benchmark's, n public)."""
-    spec = get_algorithm(algorithm)
+    check_run(algorithm, epsilon, delta, iterations, conversion, neighbouring, hyper)
     Ts = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
-    if not Ts:
-        raise ValueError("iterations must not be empty")
-    for T in Ts:
-        validate_iterations(T)
     delta, rho = resolve_budget(epsilon, delta, problem.n, conversion, neighbouring)
     return run_at_rho(problem, dataset, algorithm, epsilon, delta, conversion, rho,
                       [(s, T) for s in seeds for T in Ts], hyper, blas_threads, loss_iterates, neighbouring)

@@ -51,7 +51,7 @@ from scipy.optimize import minimize_scalar
 
 from .experiment import DEFAULT_CONVERSION
 from .privacy import epsilon_to_rho
-from .privacy.neighbouring import BENCHMARK_RELATION, default_delta
+from .privacy.neighbouring import BENCHMARK_RELATION, resolve_delta
 
 LABEL = "Gaussian ridge floor (local quadratic model), not a lower bound"
 SHORT_LABEL = "Gaussian ridge floor (local quadratic model)"
@@ -198,7 +198,7 @@ def dataset_floor(problem, epsilon: float, delta: float | None = None, conversio
     trivial w = 0 excess loss (ln 2 - loss*; and on the quadratic model), loss*, n, d, the label.
     ``spectrum`` = :func:`hessian_spectrum` (problem) reuses one eigendecomposition for many cells."""
     conversion = conversion or DEFAULT_CONVERSION
-    delta = default_delta(BENCHMARK_RELATION, problem.n) if delta is None else float(delta)
+    delta = resolve_delta(delta, BENCHMARK_RELATION, problem.n)
     l, b = spectrum if spectrum is not None else hessian_spectrum(problem)
     loss_opt = problem.loss_opt if problem.loss_opt is not None else float(problem.loss(problem.w_opt))
     return floor_record(l, b, problem.n, loss_opt, epsilon, delta, conversion)

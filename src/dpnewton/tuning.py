@@ -37,7 +37,7 @@ from .algorithms import get_algorithm
 from .experiment import last_iterate_only, run_at_rho, validate_iterations
 from .loss import LogisticProblem, logistic_loss_terms
 from .privacy import PrivacyLedger, check_epsilon_delta
-from .privacy.neighbouring import BENCHMARK_RELATION, default_delta
+from .privacy.neighbouring import BENCHMARK_RELATION, resolve_delta
 from .privacy.selection import (PoissonCount, SelectionAccounting, TruncatedNegativeBinomialCount,
                                 calibrate_candidate_rho, make_distribution)
 from .seeding import RunIdentity, validate_seed
@@ -148,7 +148,7 @@ def private_select(problem: LogisticProblem, method: str, grid, epsilon: float, 
     """
     check_method(method)
     seed = validate_seed(seed)
-    delta = default_delta(BENCHMARK_RELATION, problem.n) if delta is None else float(delta)
+    delta = resolve_delta(delta, BENCHMARK_RELATION, problem.n)
     check_epsilon_delta(epsilon, delta)
     if not (isinstance(score_frac, (int, float)) and 0 < score_frac < 1):
         raise ValueError(f"score_frac={score_frac!r} must lie in the open interval (0, 1)")

@@ -39,11 +39,14 @@ import numpy as np
 from scipy import optimize, special
 
 CONVERSIONS = ("paper", "bs16", "cks", "gdp", "official-fsolve")
+#: the conversion of every entry point (library, CLI, pipeline) when none is named
+DEFAULT_CONVERSION = "bs16"
 OFFICIAL_FSOLVE_X0 = 1e-3
 _MAX_STEPS = 2200  # bracket doublings/quarterings: more than the 2^-1074 .. 2^1024 float range needs
 
 
-def _check_conversion(conversion: str) -> None:
+def check_conversion(conversion: str) -> None:
+    """ValueError naming the choices unless ``conversion`` is one of :data:`CONVERSIONS`."""
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion={conversion!r} is unknown; choose one of {', '.join(CONVERSIONS)}")
 
@@ -60,13 +63,6 @@ def check_epsilon_delta(epsilon: float, delta: float) -> None:
 def check_rho(rho: float) -> None:
     if not (isinstance(rho, (int, float, np.floating)) and math.isfinite(rho) and rho > 0):
         raise ValueError(f"rho={rho!r} must be a finite number > 0")
-
-
-def default_delta(n: int) -> float:
-    """delta = n^-2, the paper's choice [P section 6, "Privacy Notion"]."""
-    if n < 2:
-        raise ValueError(f"n={n!r}: delta = n^-2 needs at least 2 records")
-    return 1.0 / float(n) ** 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,7 +114,7 @@ def _gdp_epsilon(rho: float, delta: float) -> float:
     return optimize.brentq(lambda e: _gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
 
 
-def rho_to_epsilon(rho: float, delta: float, conversion: str = "cks") -> float:
+def rho_to_epsilon(rho: float, delta: float, conversion: str = DEFAULT_CONVERSION) -> float:
     """The epsilon at which rho-zCDP implies (epsilon, delta)-DP under ``conversion``.
 
     ``"paper"`` inverts rho = eps^2/(4 log(1/delta) + 4 eps): eps = 2 rho + sqrt(4 rho^2 + 4 rho log(1/delta)).
@@ -127,7 +123,7 @@ def rho_to_epsilon(rho: float, delta: float, conversion: str = "cks") -> float:
     check_rho(rho)
     if not 0 < delta < 1:
         raise ValueError(f"delta={delta!r} must lie in the open interval (0, 1)")
-    _check_conversion(conversion)
+    check_conversion(conversion)
     if conversion == "paper":
         log_inv = math.log(1.0 / delta)
         return 2.0 * rho + math.sqrt(4.0 * rho * rho + 4.0 * rho * log_inv)
@@ -199,7 +195,7 @@ def _official_fsolve_rho(epsilon: float, delta: float) -> tuple[float, bool]:
     return float(sol[0]), ier != 1
 
 
-def epsilon_to_rho(epsilon: float, delta: float, conversion: str = "cks") -> float:
+def epsilon_to_rho(epsilon: float, delta: float, conversion: str = DEFAULT_CONVERSION) -> float:
     """Total zCDP budget rho granted for a target (epsilon, delta) under ``conversion``.
 
     See the module docstring for the five conversions and their sources. For every conversion
@@ -207,7 +203,7 @@ def epsilon_to_rho(epsilon: float, delta: float, conversion: str = "cks") -> flo
     rounding, so the claimed epsilon is never exceeded.
     """
     check_epsilon_delta(epsilon, delta)
-    _check_conversion(conversion)
+    check_conversion(conversion)
     where = f"epsilon={epsilon!r}, delta={delta!r}, conversion={conversion!r}"
     try:
         rho = _epsilon_to_rho(epsilon, delta, conversion, where)

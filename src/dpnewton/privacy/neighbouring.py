@@ -19,7 +19,7 @@ Two relations, named in every run's record (``neighbouring``):
     not know n (a run on D and on D plus one row use different noise scales); the published
     reproduction uses it so that its numbers are the paper's setting.
 
-Default delta (:func:`default_delta`): n^-2 under ``add-remove-public-n`` [P section 6]; under
+Default delta (:func:`resolve_delta`, the one place a default delta is chosen): n^-2 under ``add-remove-public-n`` [P section 6]; under
 ``add-remove`` n^-2 would read the private n, so delta defaults to the public constant
 :data:`LIBRARY_DELTA`. Under both, delta >= 1/n is refused (:func:`check_delta_for_rows`): such a
 delta allows releasing a row outright.
@@ -28,8 +28,6 @@ delta allows releasing a row outright.
 from __future__ import annotations
 
 import numpy as np
-
-from .conversions import default_delta as paper_delta
 
 LIBRARY_RELATION = "add-remove"
 BENCHMARK_RELATION = "add-remove-public-n"
@@ -55,9 +53,28 @@ def check_relation(relation) -> str:
     return relation
 
 
+def delta_without_n(relation: str) -> float | None:
+    """The default delta of ``relation`` when it needs no n (:data:`LIBRARY_DELTA` under ``add-remove``),
+    else None: a run's arguments can then be checked before any data is read."""
+    return LIBRARY_DELTA if check_relation(relation) == LIBRARY_RELATION else None
+
+
+def paper_delta(n: int) -> float:
+    """delta = n^-2, the paper's choice [P section 6, "Privacy Notion"]."""
+    if n < 2:
+        raise ValueError(f"n={n!r}: delta = n^-2 needs at least 2 records")
+    return 1.0 / float(n) ** 2
+
+
 def default_delta(relation: str, n: int) -> float:
     """delta when none is given: n^-2 with n public [P section 6], :data:`LIBRARY_DELTA` otherwise."""
-    return LIBRARY_DELTA if check_relation(relation) == LIBRARY_RELATION else paper_delta(n)
+    known = delta_without_n(relation)
+    return paper_delta(n) if known is None else known
+
+
+def resolve_delta(delta: float | None, relation: str, n: int) -> float:
+    """``delta`` itself when given, else the relation's default (:func:`default_delta`)."""
+    return default_delta(relation, n) if delta is None else float(delta)
 
 
 def check_delta_for_rows(delta: float, n: int) -> None:
@@ -86,4 +103,4 @@ def relation_sentence(relation: str) -> str:
 
 __all__ = ["BENCHMARK_RELATION", "COUNT_SENSITIVITY", "COUNT_SHARE", "LIBRARY_DELTA", "LIBRARY_RELATION",
            "RELATIONS", "RELATION_TEXT", "check_delta_for_rows", "check_relation", "count_rho",
-           "default_delta", "relation_sentence", "released_count"]
+           "default_delta", "delta_without_n", "paper_delta", "resolve_delta", "relation_sentence", "released_count"]
