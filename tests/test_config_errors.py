@@ -95,9 +95,9 @@ CONFIG_CASES = {
                           "minibatch-hess-add, minibatch-hess-clip, minibatch-qu-add, minibatch-qu-clip, objpert, "
                           "precond-dp-gd, qu-add, qu-clip); set missing_algorithms: skip to drop unregistered ones"),
     "unknown_dataset": (_with("datasets.synthetc", {"options": {}}),
-                        "config key datasets.synthetc: 'synthetc' is not one of ['a1a', 'a5a', 'a6a', 'a9a', 'w5a', "
-                        "'w7a', 'w8a', 'phishing', 'adult', 'covertype', 'synthetic', 'fashion-mnist', 'protein', "
-                        "'custom'] (did you mean synthetic?); rename it to one of those or remove it"),
+                        "config key datasets.synthetc: 'synthetc' is not a registered dataset (did you mean "
+                        "synthetic?); the datasets are a1a, a5a, a6a, a9a, w5a, w7a, w8a, phishing, adult, covertype, "
+                        "synthetic, fashion-mnist, protein, custom: rename it to one of those or remove it"),
     "epsilon_zero": (_cfg(epsilons=[0, 1]), "config key epsilons[0]: 0 is less than or equal to the minimum of 0; "
                                             "set epsilons[0] to a number > 0"),
     "epsilon_negative": (_cfg(epsilons=[-0.5]), "config key epsilons[0]: -0.5 is less than or equal to the minimum "

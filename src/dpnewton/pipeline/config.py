@@ -9,9 +9,11 @@ loaded config is :mod:`.plan`.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from ..algorithms import ALGORITHMS
+from ..data.registry import DATASETS
 
 # The workflow (common.smk) and older callers use this module as the whole config API
 # (``pipecfg.expand``, ``pipecfg.protocol_summary``, ...), so the schema's and the plan's public names
@@ -53,8 +55,16 @@ def check_config(cfg: dict, registry=None) -> None:
 
 
 def check_dataset_references(cfg: dict) -> None:
-    """Every dataset a ``conversion_study`` entry or ``tracks`` restricts itself to must be a key of
-    ``datasets`` (an optional dataset whose files are missing is skipped later; a typo is an error)."""
+    """Every key of ``datasets`` must be a registered dataset (:data:`dpnewton.data.DATASETS`: adding one is
+    one registry entry, no schema edit), and every dataset a ``conversion_study`` entry or ``tracks``
+    restricts itself to must be a key of ``datasets`` (an optional dataset whose files are missing is
+    skipped later; a typo is an error)."""
+    for name in cfg["datasets"]:
+        if name not in DATASETS:
+            close = difflib.get_close_matches(name, list(DATASETS), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"config key datasets.{name}: {name!r} is not a registered dataset{hint}; the "
+                             f"datasets are {', '.join(DATASETS)}: rename it to one of those or remove it")
     raw = cfg.get("conversion_study") or []     # optional: no study
     refs = [(f"conversion_study[{i}]", e.get("datasets"))
             for i, e in enumerate([raw] if isinstance(raw, dict) else raw)]
