@@ -203,3 +203,15 @@ def test_a_new_figure_is_drawn_through_the_rule_entry_point(tmp_path, monkeypatc
     assert "fig8_toy" in figures.made_figures(types.SimpleNamespace(holdout=None), params)
     with pytest.raises(ValueError, match="no figure 'fig9'"):
         figures.get_figure("fig9")
+
+
+def test_prepare_takes_any_dataset_option(tmp_path, capsys):
+    """`dpnewton prepare NAME --option KEY=VALUE` passes a spec's own options (no flag per option needed)."""
+    from dpnewton.data.cli import main
+
+    assert main(["prepare", "synthetic", "--cache-dir", str(tmp_path), "--option", "n=60", "--option", "d=3"]) == 0
+    prepared = load_prepared(tmp_path / "synthetic.npz")
+    assert prepared.X.shape == (60, 3)
+    with pytest.raises(SystemExit):
+        main(["prepare", "synthetic", "--cache-dir", str(tmp_path), "--option", "n"])
+    assert "expected KEY=VALUE" in capsys.readouterr().err

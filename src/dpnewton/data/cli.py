@@ -31,14 +31,35 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["libsvm", "csv"], help="custom: file format (default: from extension)")
     p.add_argument("--label-column", help="custom CSV: label column name or 0-based index (default: last)")
     p.add_argument("--no-bias", action="store_true", help="custom: do not prepend the constant-1 column")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="any option of the dataset's DatasetSpec.options (repeatable; numbers and true/false are "
+                        "parsed), e.g. a registered dataset's own options")
     p.add_argument("--no-download", action="store_true", help="never download; fail if files are not local")
     p.add_argument("--force", action="store_true", help="rebuild even if a valid cached file exists")
     p.set_defaults(func=run)
     return p
 
 
+def _option_value(text: str):
+    """A --option value: an int, a float, true/false, else the text itself."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _options(args: argparse.Namespace) -> dict:
     opts: dict = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise DatasetError(f"--option {item!r}: expected KEY=VALUE, e.g. --option n=500")
+        opts[key.strip()] = _option_value(value)
     for k in ("prep", "seed", "n", "d", "file", "format", "label_column"):
         v = getattr(args, k, None)
         if v is not None:
