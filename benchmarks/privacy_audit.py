@@ -173,22 +173,29 @@ def write_doc(rows: list[dict], args, total_seconds: float, audited: list[str] |
         "* What runs: the production optimizer (`get_algorithm(name).run`) on crafted `RunContext`s. Every trial "
         "starts at the pair's w0 (a generator stand-in pins the start draw and records the later Gaussian and "
         f"uniform draws; AOP draws no start). {args.trials} trials per side.",
-        "* Broken variants (no production code is modified; one factor table, `noise_factor`): `half-noise` "
-        "= every noise scale x 1/2, `tenth-noise` = every noise scale x 1/10, `wrong-sensitivity` = the "
-        "gradient-type noise x 1/4 (calibrated with the SOI bound 1/(4n) instead of 1/n), other noise correct. "
-        "`tenth-noise` exists because AOP's `half-noise` cannot be detected by any audit (see Reading). "
-        "How they are injected:",
-        "  * zCDP-ledger methods (dp-gd, double-noise Newton, damped Newton): an `AuditLedger(rho, broken)` (the "
-        "production `PrivacyLedger`) that records the production entry and changes only the returned sigma;",
-        "  * accountant-calibrated methods (dp-sgd, minibatch-*): the calibrated multipliers are recomputed as "
-        "the code does and passed, scaled, as hand-set `noise_multiplier(s)` (gradient and SOI multipliers; "
-        "`wrong-sensitivity` scales the gradient's only);",
-        "  * AOP: `aop_parameters` is wrapped for the duration of the trials: sigma_obj (the gradient-type "
-        "objective noise) and sigma_out scaled (`wrong-sensitivity`: sigma_obj only);",
-        "  * objpert: `objpert_parameters` is wrapped the same way (its sum-form sigma and sigma_obj = sigma/n "
-        "together; sigma_out);",
-        "  * cubic Newton (its noise scale does not come from the ledger): `dp_cubic_solver` is wrapped with "
-        "the scaled sigma of the inner model-gradient releases.",
+        '* Broken variants (no production code is modified or patched; one factor table, `noise_factor`, '
+        'applied by one ledger): `half-noise` = every noise scale x 1/2, `tenth-noise` = every noise scale x '
+        '1/10, `wrong-sensitivity` = the gradient-type noise x 1/4 (gradients, inner model gradients and the '
+        'objective-perturbation noise b, calibrated with the SOI bound 1/(4n) instead of 1/n), other noise '
+        "correct. `tenth-noise` exists because AOP's `half-noise` cannot be detected by any audit (see "
+        "Reading). How they are injected: every trial's ledger is an `AuditLedger(rho, broken)`, the "
+        'production `PrivacyLedger` that records its entries and accounting events as in production (they '
+        'keep the correct calibration, which is the claim) and scales only the noise scales it hands back to '
+        'the run, at the two places a run takes one from its ledger:',
+        "  * the sigma `charge` returns: the releases of the methods with a zCDP privacy plan (the card's "
+        '`plan`: dp-gd, double-noise Newton, damped Newton, precond-dp-gd);',
+        '  * the scale `PrivacyLedger.noise(quantity, sigma)` passes through (the identity in production, so '
+        'production runs are unchanged bit for bit): every noise scale that does not come from `charge` goes '
+        'through it where it is drawn. The RDP-calibrated multipliers of the accountant-calibrated methods '
+        "(dp-sgd: the gradient's; minibatch-*: the gradient's and the direction's, `wrong-sensitivity` scales"
+        " the gradient's only), AOP's and objpert's sigma_obj (the objective noise; objpert's sum-form "
+        "sigma/n) and sigma_out (`wrong-sensitivity`: sigma_obj only), and cubic Newton's sigma of the inner "
+        'model-gradient releases.',
+        '* The audited rows, their levels and how each run is calibrated are read from the algorithm cards '
+        '(`AlgorithmSpec.audit`; a zCDP `plan`, else one-shot if not `iterative`, else accountant-'
+        "calibrated), in registry order; the released quantity a level reads is located by the card's plan "
+        "(releases in charge order), its regulariser and SOI by the run's configuration. A third-party card "
+        'is audited like the built-in ones.',
         "* Test: threshold on a scalar statistic; threshold and direction of the bound chosen on half of each "
         "side's trials, false-positive/false-negative counts taken on the other half; epsilon_lb = "
         "max(log((1-delta-FNR_u)/FPR_u), log((1-delta-FPR_u)/FNR_u)) for the chosen direction, with one-sided "

@@ -7,8 +7,11 @@ epsilon, broken ones (too little noise) must exceed it - the audit must have pow
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ from scipy import stats
 
 from dpnewton.audit import audit_mechanism, clopper_pearson_interval, epsilon_lower_bound, threshold_audit
 from dpnewton.audit.bounds import clopper_pearson_lower, clopper_pearson_upper
-from dpnewton.audit.mechanisms import AuditLedger, PinnedStartRng
+from dpnewton.audit.mechanisms import AuditLedger, PinnedStartRng, noise_factor
 from dpnewton.cli import main
 from dpnewton.privacy import PrivacyLedger
 
@@ -185,7 +188,7 @@ def test_minibatch_gradient_release_rebuilt_from_mask_and_draw():
     from dpnewton.audit.mechanisms import AuditMechanism, run_trials
 
     mech = AuditMechanism("mb", "minibatch-hess-clip", 1, {"noise_multipliers": (0.5, 1.0)},
-                          ("output", "gradient-release"), canary="zero", calibration="accountant")
+                          ("output", "gradient-release"), canary="zero")
     pair = canary_pair(50, 2, "zero")
     for side, problem in (("D", pair.D), ("D'", pair.D_prime)):
         b = round(0.1 * problem.n)
@@ -199,9 +202,9 @@ def test_minibatch_gradient_release_rebuilt_from_mask_and_draw():
 
     base = np.random.default_rng(5)
     ctxs = [RunContext(RunIdentity("x", "minibatch-hess-clip", EPS, i, 1), EPS, pair.delta, "gdp", 1.0,
-                       PrivacyLedger(1.0), PinnedStartRng(base, pair.w0)) for i in range(50)]
-    get_algorithm("minibatch-hess-clip").run(pair.D_prime, ctxs, dict(mech.hyper))
-    got = _first_gradient_release(pair.D_prime, pair, mech, dict(mech.hyper), ctxs)
+                       AuditLedger(1.0), PinnedStartRng(base, pair.w0)) for i in range(50)]
+    results = get_algorithm("minibatch-hess-clip").run(pair.D_prime, ctxs, dict(mech.hyper))
+    got = _first_gradient_release(pair.D_prime, pair, mech, ctxs, results)
     b = round(0.1 * 51)
     for value, c in zip(got, ctxs):
         in_batch = c.rng.uniforms[0][-1] < b / 51          # the canary is the last row of D'
@@ -214,49 +217,52 @@ def test_dp_sgd_without_subsampling_within_claim_and_broken_flagged():
     assert _lb("dp-sgd-q1", "wrong-sensitivity", 2000, "output").epsilon_lb > EPS
 
 
-def test_accountant_broken_variants_are_hand_set_multipliers():
+def test_accountant_broken_variants_scale_the_calibrated_multipliers():
+    """The run calibrates its multiplier z as in production (recorded in its ledger event, the claim); a
+    broken variant only scales the z the ledger's noise seam hands back: x1/2, x1/4 (gradient), x1/10."""
     from dpnewton.audit import canary_pair, find_mechanism
-    from dpnewton.audit.mechanisms import _accountant_hyper
+    from dpnewton.audit.mechanisms import run_trials
     from dpnewton.privacy.accountant import calibrate_poisson_gaussian
 
     mech = find_mechanism("dp-sgd-q1")
     pair = canary_pair(50, 2, mech.canary)
     z = calibrate_poisson_gaussian(1.0, 1, EPS, pair.delta).multipliers[0]
-    assert _accountant_hyper(mech, pair.D, EPS, pair.delta, "none") == {"batch_frac": 1.0}
-    assert _accountant_hyper(mech, pair.D, EPS, pair.delta, "half-noise")["noise_multiplier"] == pytest.approx(z / 2)
-    assert _accountant_hyper(mech, pair.D, EPS, pair.delta, "wrong-sensitivity")["noise_multiplier"] == \
-        pytest.approx(z / 4)
-    assert _accountant_hyper(mech, pair.D, EPS, pair.delta, "tenth-noise")["noise_multiplier"] == pytest.approx(z / 10)
+    for broken, factor in (("none", 1.0), ("half-noise", 0.5), ("wrong-sensitivity", 0.25), ("tenth-noise", 0.1)):
+        batch = run_trials(pair, mech, "D", 3, EPS, broken=broken)
+        assert batch.hyper == {"batch_frac": 1.0}
+        for ledger in batch.ledgers:
+            assert ledger.events[0]["noise_multiplier_grad"] == pytest.approx(z) and not ledger.nonprivate
+            assert ledger.noised == [("gradient", pytest.approx(z * factor))]
 
 
-@pytest.mark.parametrize("name,patched", [("aop", "aop_parameters"), ("objpert", "objpert_parameters"),
-                                          ("cubic-newton", "dp_cubic_solver")])
-def test_patched_noise_is_scoped_and_correct_runs_within_claim(name, patched):
-    import importlib
+@pytest.mark.parametrize("name", ["aop", "objpert", "cubic-newton"])
+def test_noise_seam_broken_variants_and_correct_runs_within_claim(name):
+    """One-shot methods pass sigma_obj (``objective``) and sigma_out (``output``), cubic Newton the inner
+    ``model-gradient`` sigma through ``ledger.noise``: a broken variant scales them by ``noise_factor`` and
+    leaves the ledger's calibration (event, entries) as in production; the correct runs stay within claim."""
+    from dpnewton.audit import canary_pair, find_mechanism
+    from dpnewton.audit.mechanisms import run_trials
 
-    from dpnewton.audit import find_mechanism
-    from dpnewton.audit.mechanisms import _patched_noise
-
-    module = importlib.import_module("dpnewton.algorithms." + {"cubic-newton": "cubic_newton"}.get(name, name))
-    original = getattr(module, patched)
     mech = find_mechanism(name)
-    args = (3.0, 1e-4, 50) if name == "objpert" else (3.0, 1e-4, 50, 1e-4)
-    with _patched_noise(mech, "half-noise"):
-        assert getattr(module, patched) is not original
-        if name != "cubic-newton":
-            ref = original(*args)
-            assert getattr(module, patched)(*args)["sigma_obj"] == pytest.approx(ref["sigma_obj"] / 2)
-    if name != "cubic-newton":
-        with _patched_noise(mech, "tenth-noise"):
-            got = getattr(module, patched)(*args)
-        assert got["sigma_obj"] == pytest.approx(ref["sigma_obj"] / 10)
-        assert got["sigma_out"] == pytest.approx(ref["sigma_out"] / 10)
-        if name == "objpert":
-            assert got["sigma"] == pytest.approx(ref["sigma"] / 10)
-        with _patched_noise(mech, "wrong-sensitivity"):
-            got = getattr(module, patched)(*args)
-        assert got["sigma_obj"] == pytest.approx(ref["sigma_obj"] / 4) and got["sigma_out"] == ref["sigma_out"]
-    assert getattr(module, patched) is original
+    pair = canary_pair(50, 2, mech.canary)
+    def calibration(ledger):  # the ledger's record without the solver's outcome (it depends on the draws)
+        return ledger.as_records(), [{k: v for k, v in e.items() if k not in ("gradient_norm", "solver_iterations")}
+                                     for e in ledger.events]
+
+    ok = run_trials(pair, mech, "D", 3, EPS).ledgers[0]
+    for broken in ("half-noise", "wrong-sensitivity", "tenth-noise"):
+        led = run_trials(pair, mech, "D", 3, EPS, broken=broken).ledgers[0]
+        assert calibration(led) == calibration(ok)
+        assert [q for q, _ in led.noised] == [q for q, _ in ok.noised]
+        for (quantity, got), (_, ref) in zip(led.noised, ok.noised):
+            assert got == pytest.approx(ref * noise_factor(broken, quantity))
+    if name == "cubic-newton":
+        assert ok.noised == [("model-gradient", pytest.approx(ok.entries[0].sigma))]
+    else:
+        assert ok.noised == [("objective", ok.events[0]["sigma_obj"]), ("output", ok.events[0]["sigma_out"])]
+        led = run_trials(pair, mech, "D", 3, EPS, broken="wrong-sensitivity").ledgers[0]
+        assert led.noise_scale("objective") == pytest.approx(ok.noise_scale("objective") / 4)
+        assert led.noise_scale("output") == ok.noise_scale("output")
     rows = audit_mechanism(name, trials=300, epsilon=EPS, seed=1)
     assert all(r.epsilon_lb <= min(EPS, r.epsilon_audited_part) + 1e-12 for r in rows)
 
@@ -269,7 +275,7 @@ def test_cubic_newton_inner_releases_attain_the_sensitivity():
     from dpnewton.algorithms import RunContext, get_algorithm
     from dpnewton.algorithms.cubic_newton import lipschitz_constants
     from dpnewton.audit import canary_pair, find_mechanism
-    from dpnewton.audit.mechanisms import _cubic_inner_releases
+    from dpnewton.audit.mechanisms import _inner_releases
     from dpnewton.seeding import RunIdentity
 
     mech = find_mechanism("cubic-newton")
@@ -282,7 +288,7 @@ def test_cubic_newton_inner_releases_attain_the_sensitivity():
         ctxs = [RunContext(RunIdentity("x", "cubic-newton", EPS, i, 1), EPS, pair.delta, "gdp", 0.4,
                            AuditLedger(0.4), PinnedStartRng(base, pair.w0)) for i in range(30)]
         results = get_algorithm("cubic-newton").run(problem, ctxs, {**mech.hyper, "record_releases": True})
-        first, total = _cubic_inner_releases(pair, mech, results)
+        first, total = _inner_releases(pair, mech, results)
         for f, t, c in zip(first, total, ctxs):
             sigma, xi_u = c.ledger.returned[0], np.array([x[0] for x in c.rng.draws])
             assert xi_u.size == 20
@@ -292,7 +298,7 @@ def test_cubic_newton_inner_releases_attain_the_sensitivity():
             assert f == pytest.approx(g_u + sigma * xi_u[0], abs=1e-12)
         results[3].diagnostics["inner_steps"] = 19          # a transcript of the wrong length is refused
         with pytest.raises(RuntimeError, match="one outer step of N = 19"):
-            _cubic_inner_releases(pair, mech, results)
+            _inner_releases(pair, mech, results)
 
 
 def test_cubic_newton_correct_within_claim_and_broken_variants_flagged():
@@ -338,3 +344,159 @@ def test_objpert_objective_release_rebuilt_within_tolerance():
     assert ev["gamma"] == 1e-12 and ev["sigma_obj"] == pytest.approx(ev["sigma"] / 50)
     assert np.abs(neg.W @ pair.canary - neg.objective_release).max() < 10 * ev["sigma_out"]
     assert pos.objective_release.mean() > neg.objective_release.mean()
+
+
+# ---- the audit reads the cards: no names, no import cycle, one noise seam -----------------------------------
+AUDIT_SOURCES = ("mechanisms.py", "releases.py", "variants.py")
+
+
+def _audit_dir():
+    import dpnewton.audit
+
+    return Path(dpnewton.audit.__file__).parent
+
+
+def test_default_mechanisms_are_the_cards_audit_rows():
+    from dpnewton.algorithms import ALGORITHMS
+    from dpnewton.audit import default_mechanisms
+
+    rows = [(spec.name, case) for spec in ALGORITHMS.values() for case in spec.audit]
+    mechs = default_mechanisms()
+    assert [m.name for m in mechs] == [case.name for _, case in rows]
+    assert len({m.name for m in mechs}) == len(mechs)          # a row's name seeds its trials
+    for m, (algorithm, case) in zip(mechs, rows):
+        assert (m.algorithm, m.levels, m.note, m.iterations, m.hyper, m.canary, m.pin_start) == \
+            (algorithm, case.levels, case.note, case.iterations, case.hyper, case.canary, case.pin_start)
+
+
+def test_audit_package_imports_go_one_way():
+    """The import graph of dpnewton.audit's modules (relative imports, wherever they are) is acyclic, and the
+    base modules (shared types) import nothing else from the package."""
+    root = _audit_dir()
+    modules = {p.stem for p in root.glob("*.py")}
+    graph = {}
+    for path in root.glob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
+                deps.update(name if name in modules else "__init__" for name in names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(
+                    "dpnewton.audit"):
+                deps.add((node.module.split(".") + ["__init__"])[2])
+        graph[path.stem] = deps - {path.stem}
+    assert graph["canaries"] == set() and graph["variants"] == set()
+    state: dict[str, str] = {}
+
+    def visit(module, path):
+        if state.get(module) == "open":
+            raise AssertionError("import cycle: " + " -> ".join(path + [module]))
+        if state.get(module) != "done":
+            state[module] = "open"
+            for dep in sorted(graph.get(module, ())):
+                visit(dep, path + [module])
+            state[module] = "done"
+
+    for module in sorted(graph):
+        visit(module, [])
+
+
+def _string_literals(path) -> list[str]:
+    """The string constants of a module (f-string parts included), docstrings left out."""
+    tree = ast.parse(path.read_text())
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+
+
+def test_the_audit_names_no_algorithm():
+    from dpnewton.algorithms import ALGORITHMS
+
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, ALGORITHMS)) + r")(?![\w-])")
+    for name in AUDIT_SOURCES:
+        hits = [s for s in _string_literals(_audit_dir() / name) if pattern.search(s)]
+        assert not hits, f"audit/{name} names an algorithm in {hits}"
+
+
+def test_ledger_noise_is_the_identity_and_a_broken_audit_ledger_scales_it():
+    from dpnewton.audit import BROKEN_VARIANTS
+
+    ledger = PrivacyLedger(1.0)
+    for quantity, sigma in (("gradient", 0.37), ("objective", 1e-3), ("output", 2.5), ("model-gradient", 0.1)):
+        assert ledger.noise(quantity, sigma) is sigma
+    assert not ledger.entries and not ledger.accounting_events and ledger.spent_rho == 0.0
+    expected = {"none": (1, 1), "half-noise": (0.5, 0.5), "tenth-noise": (0.1, 0.1), "wrong-sensitivity": (0.25, 1)}
+    for broken in BROKEN_VARIANTS:
+        audit = AuditLedger(1.0, broken)
+        grad_f, other_f = expected[broken]
+        for quantity in ("gradient", "model-gradient", "objective"):
+            assert audit.noise(quantity, 0.8) == pytest.approx(0.8 * grad_f)
+        for quantity in ("output", "direction", "trace"):
+            assert audit.noise(quantity, 0.8) == pytest.approx(0.8 * other_f)
+        assert [q for q, _ in audit.noised] == ["gradient", "model-gradient", "objective", "output", "direction",
+                                                "trace"]
+        assert audit.noise_scale("objective") == pytest.approx(0.8 * grad_f) and not audit.entries
+    assert AuditLedger(1.0).noise("gradient", 0.3) == 0.3
+    with pytest.raises(RuntimeError, match="no 'output' noise scale"):
+        AuditLedger(1.0).noise_scale("output")
+
+
+@pytest.mark.parametrize("algorithm", ["aop", "objpert", "cubic-newton", "dp-sgd", "minibatch-qu-add"])
+def test_noise_seam_leaves_production_runs_unchanged(algorithm):
+    """A run through an AuditLedger("none") gives bit for bit the run of the production ledger."""
+    from dpnewton.algorithms import RunContext, get_algorithm
+    from dpnewton.audit import canary_pair
+    from dpnewton.seeding import RunIdentity
+
+    pair = canary_pair(50, 2, "opposed")
+    outputs = []
+    for make in (PrivacyLedger, AuditLedger):
+        ctxs = [RunContext(RunIdentity("x", algorithm, EPS, i, 1), EPS, pair.delta, "gdp", 0.4, make(0.4),
+                           np.random.default_rng([11, i])) for i in range(3)]
+        hyper = {"max_inner": 5, "diameter": 0.1} if algorithm == "cubic-newton" else {}
+        results = get_algorithm(algorithm).run(pair.D_prime, ctxs, hyper)
+        outputs.append((np.stack([r.w for r in results]), [c.ledger.as_records() for c in ctxs],
+                        [c.ledger.events for c in ctxs]))
+    assert np.array_equal(outputs[0][0], outputs[1][0]) and outputs[0][1:] == outputs[1][1:]
+
+
+@pytest.fixture
+def copied_cards():
+    """Copies of three existing cards (a zCDP plan, an accountant calibration, a one-shot method) under new
+    names, each with its own audit row, registered as a plugin registers and removed afterwards."""
+    import dataclasses
+
+    from dpnewton.algorithms import ALGORITHMS, AuditCase, register
+
+    copies = {"dp-gd": AuditCase("plugin-gd", ("output", "gradient-release"), "copy of a zCDP card"),
+              "minibatch-hess-clip": AuditCase("plugin-minibatch", ("output", "gradient-release"),
+                                               "copy of an accountant-calibrated card", canary="zero"),
+              "objpert": AuditCase("plugin-objpert", ("output", "objective-release"), "copy of a one-shot card",
+                                   pin_start=False)}
+    names = []
+    try:
+        for original, case in copies.items():
+            register(dataclasses.replace(ALGORITHMS[original], name=f"{case.name}-algorithm", audit=(case,)))
+            names.append(f"{case.name}-algorithm")
+        yield copies
+    finally:
+        for name in names:
+            ALGORITHMS.pop(name)
+
+
+def test_a_card_registered_later_is_audited_without_editing_the_audit(copied_cards):
+    from dpnewton.algorithms import ALGORITHMS
+    from dpnewton.audit import default_mechanisms
+
+    mechs = {m.name: m for m in default_mechanisms()}
+    for original, case in copied_cards.items():
+        mech = mechs[case.name]
+        assert mech.algorithm == f"{case.name}-algorithm" and mech.algorithm in ALGORITHMS
+        assert mech.calibration == mechs[original].calibration
+        rows = audit_mechanism(case.name, trials=100, epsilon=EPS, seed=2)
+        assert [r.level for r in rows] == list(case.levels)
+        for r in rows:
+            assert r.mechanism == case.name and 0 <= r.epsilon_lb <= r.epsilon_audited_part + 1e-12
+            assert 0 < r.epsilon_audited_part <= EPS

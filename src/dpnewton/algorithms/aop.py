@@ -185,9 +185,9 @@ def run_aop_single(problem: LogisticProblem, ctx: RunContext) -> RunResult:
     if params["returned_zero"]:
         theta, reached, steps = np.zeros(d), float("nan"), 0
     else:
-        b = params["sigma_obj"] * rng.standard_normal(d)
+        b = ctx.ledger.noise("objective", params["sigma_obj"]) * rng.standard_normal(d)
         theta_hat, reached, steps = minimize_objective(problem, params["Lambda"], b, gamma)
-        theta = theta_hat + params["sigma_out"] * rng.standard_normal(d)
+        theta = theta_hat + ctx.ledger.noise("output", params["sigma_out"]) * rng.standard_normal(d)
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
     losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])

@@ -247,7 +247,7 @@ def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
             g = problem.grad_from_margins(m) + mu * w
             H = problem.soi_from_margins(m, "hessian") + mu * eye
             if cfg.noise:
-                sigma = sens / math.sqrt(2.0 * rho_t / N)
+                sigma = ledger.noise("model-gradient", sens / math.sqrt(2.0 * rho_t / N))
                 charge = (lambda: plan.charge(ledger, t, "model-gradient"))
             else:
                 sigma, charge = 0.0, None

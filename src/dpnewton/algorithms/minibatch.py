@@ -119,6 +119,7 @@ def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdCon
             if not z >= 0:
                 raise ValueError(f"noise_multiplier={z!r} must be >= 0")
             ctx.ledger.mark_nonprivate(f"noise multiplier fixed by hand to {z!r} (not calibrated)")
+        z = ctx.ledger.noise("gradient", z)
         rng = ctx.rng
         res = iterate_single(problem, ctx, lambda w, t: dp_sgd_step(problem, w, rng, b, z, cfg.step),
                              full_margins=False)
@@ -199,6 +200,7 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
         else:
             z_g, z_h = (float(v) for v in cfg.noise_multipliers)
             ctx.ledger.mark_nonprivate(f"noise multipliers fixed by hand to {(z_g, z_h)!r} (not calibrated)")
+        z_g, z_h = ctx.ledger.noise("gradient", z_g), ctx.ledger.noise("direction", z_h)
         rng = ctx.rng
         sizes: list[tuple[int, int]] = []
 

@@ -1,12 +1,12 @@
-"""Empirical privacy audit of the optimizers (the full-batch methods, dp-sgd, minibatch Newton,
-AOP, objpert, cubic Newton and an SOI canary for the trace release).
+"""Empirical privacy audit of the optimizers: every registered algorithm card's audit rows
+(:attr:`~dpnewton.algorithms.AlgorithmSpec.audit`, third-party cards included).
 
 :func:`audit_mechanism` runs the production optimizer on a canary pair (D, D' = D + one record)
 many times per side (:mod:`.mechanisms`), applies a threshold distinguisher chosen on half of the
 trials (:mod:`.distinguisher`) and turns its error rates on the other half into a 95%
 Clopper-Pearson lower bound on epsilon (:mod:`.bounds`). A correct mechanism must give a lower
 bound <= its claimed epsilon; a deliberately broken one (``half-noise``, ``wrong-sensitivity``,
-``tenth-noise``) should exceed it where the canary attains the calibrated sensitivity
+``tenth-noise``, :mod:`.variants`) should exceed it where the canary attains the calibrated sensitivity
 (docs/privacy_audit.md states which variants are detectable per mechanism, and why not).
 """
 
@@ -18,9 +18,10 @@ import numpy as np
 
 from .bounds import (clopper_pearson_interval, clopper_pearson_lower, clopper_pearson_upper,
                      epsilon_lower_bound)
+from .canaries import AuditMechanism, CanaryPair, canary_pair
 from .distinguisher import AuditOutcome, threshold_audit
-from .mechanisms import (BROKEN_VARIANTS, AuditMechanism, CanaryPair, canary_pair, claimed_epsilon_of_level,
-                         default_mechanisms, run_trials, statistic)
+from .mechanisms import claimed_epsilon_of_level, default_mechanisms, run_trials, statistic
+from .variants import BROKEN_VARIANTS
 
 
 @dataclass
@@ -82,7 +83,7 @@ def audit_mechanism(mech: AuditMechanism | str, trials: int = 10_000, epsilon: f
         out = threshold_audit(statistic(neg, pair, level), statistic(pos, pair, level), pair.delta, alpha,
                               rng=np.random.default_rng([seed, 7, k]))
         part = claimed_epsilon_of_level(mech, level, neg, pair, epsilon)
-        rho = neg.rho if mech.calibration in ("ledger", "cubic") else float("nan")  # zCDP-calibrated or not
+        rho = neg.rho if mech.calibration == "ledger" else float("nan")  # zCDP-calibrated or not
         rows.append(AuditRow(mech.name, mech.algorithm, level, broken, float(epsilon), pair.delta, rho,
                              part, out.epsilon_lb, trials, n, d, mech.iterations, out.false_pos,
                              out.false_neg, out.n_neg, out.threshold, out.direction, mech.note))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..io import to_json
-from . import audit_mechanism, find_mechanism
-from .mechanisms import BROKEN_VARIANTS, default_mechanisms
+from . import audit_mechanism, default_mechanisms, find_mechanism
+from .variants import BROKEN_VARIANTS
 
 
 def _cmd_audit(args) -> int:

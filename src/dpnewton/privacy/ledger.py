@@ -175,6 +175,18 @@ class PrivacyLedger:
         self.entries.append(LedgerEntry(step, quantity, float(sensitivity), float(sigma), float(rho)))
         return sigma
 
+    def noise(self, quantity: str, sigma: float) -> float:
+        """The scale of a noise draw that does not come from :meth:`charge`: ``sigma`` itself.
+
+        A method whose noise scale is calibrated elsewhere (an accountant's noise multiplier z = std/L2
+        sensitivity, an objective-perturbation sigma, a scale it computes itself) passes it through here
+        where it draws, naming the released ``quantity``. An identity in production (the same float, so
+        no number changes); a subclass may record or rescale it (the privacy audit's broken variants,
+        :class:`dpnewton.audit.variants.AuditLedger`). Nothing is charged: the privacy cost of such a
+        release is recorded by its own entry or event.
+        """
+        return sigma
+
     def charge_event(self, event: AccountingEvent) -> None:
         """Record an accountant-level event (e.g. calibrated subsampled Gaussian); a dict is copied."""
         self.accounting_events.append(dict(event) if isinstance(event, dict) else event)

@@ -19,10 +19,10 @@ Two relations, named in every run's record (``neighbouring``):
     not know n (a run on D and on D plus one row use different noise scales); the published
     reproduction uses it so that its numbers are the paper's setting.
 
-Default delta (:func:`resolve_delta`, the one place a default delta is chosen): n^-2 under ``add-remove-public-n`` [P section 6]; under
-``add-remove`` n^-2 would read the private n, so delta defaults to the public constant
-:data:`LIBRARY_DELTA`. Under both, delta >= 1/n is refused (:func:`check_delta_for_rows`): such a
-delta allows releasing a row outright.
+Default delta (:func:`resolve_delta`, the one place a default delta is chosen): n^-2 under
+``add-remove-public-n`` [P section 6]; under ``add-remove`` n^-2 would read the private n, so delta
+defaults to the public constant :data:`LIBRARY_DELTA`. Under both, delta >= 1/n is refused
+(:func:`check_delta_for_rows`): such a delta allows releasing a row outright.
 """
 
 from __future__ import annotations
