@@ -40,7 +40,7 @@ COSTS = {("a1a", "dp-gd-tail"): (0.01, 0.004), ("a1a", "hess-clip"): (0.03, 0.02
 
 
 def test_beyond_table_known_answers():
-    t = beyond_table(_best(), "bs16", COSTS, {"a1a": (30956, 124)})
+    t = beyond_table(_best(), "bs16", COSTS, {"a1a": (30956, 124)}, "dp-gd")
     assert len(t) == 1
     r = t.iloc[0]
     assert (r["best"], r["best_T"], r["best_excess"]) == ("dp-gd-tail", 9600, 0.020)
@@ -61,24 +61,24 @@ def test_beyond_table_known_answers():
 def test_second_order_within_one_se_meets_the_speed_target():
     b = _best()
     b.loc[b["algorithm"] == "hess-clip", "excess_loss_se"] = 0.002      # hypot(0.002, 0.001) = 0.00224 >= 0.002
-    r = beyond_table(b, "bs16", COSTS, {}).iloc[0]
+    r = beyond_table(b, "bs16", COSTS, {}, "dp-gd").iloc[0]
     assert r["second_order_within_se"] and r["speed_target_met"] and speed_misses(r.to_dict()) == []
     assert math.isnan(r["passes_ratio"])                                   # no dims: no pass count
     assert r["best_edge"] == "high"                                        # dp-gd-tail, best at its cap
     # without a timing of the second-order configuration the runtime ratio is unknown and the target unmet
-    r = beyond_table(b, "bs16", {("a1a", "dp-gd-tail"): (0.01, 0.004)}, {}).iloc[0]
+    r = beyond_table(b, "bs16", {("a1a", "dp-gd-tail"): (0.01, 0.004)}, {}, "dp-gd").iloc[0]
     assert math.isnan(r["runtime_ratio"]) and not r["speed_target_met"]
     assert speed_misses(r.to_dict()) == ["runtime ratio n/a"]
     # hess-clip at T = 16 against dp-gd-tail at 9600: 600x fewer iterations, 0.004 x 9599 / (0.02 x 15) runtime
     r = beyond_table(b, "bs16", {("a1a", "dp-gd-tail"): (0.01, 0.004), ("a1a", "hess-clip"): (0.03, 2.0)},
-                     {}).iloc[0]
+                     {}, "dp-gd").iloc[0]
     assert r["iterations_ratio"] == 600 and speed_misses(r.to_dict()) == ["runtime ratio 1.28x < 3x"]
 
 
 def test_target_counts_and_section():
     b = pd.concat([_best(), pd.DataFrame([_row("dp-gd", "dp-gd", 0.5, 0.01, 10, eps=0.01, floor=0.45)])],
                   ignore_index=True)
-    t = beyond_table(b, "bs16", COSTS, {})
+    t = beyond_table(b, "bs16", COSTS, {}, "dp-gd")
     k = target_counts(t)
     # eps 0.01 is below floor_min_epsilon: it is not counted for the floor target (though 0.5/0.45 < 1.25)
     assert (k["floor_met"], k["floor_cells"], k["cells"]) == (0, 1, 2)

@@ -101,7 +101,7 @@ def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
                   "methods": tuple(full["base"].unique()),
                   "timing_tolerance": tol, "tuning_budget": tuning_budget(best, claims["protocol_conversion"]),
                   "beyond": beyond_table(full, claims["protocol_conversion"], cost_lookup(costs),
-                                         dims_from_baseline(baseline))})
+                                         dims_from_baseline(baseline), base_alg)})
     return with_timing_check(with_cap_check(verdicts, continued), timed), extra
 
 

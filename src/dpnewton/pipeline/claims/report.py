@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ...algorithms import ALGORITHMS
 from ...io import atomic_path, atomic_write_text
 from ...privacy.neighbouring import BENCHMARK_RELATION
 from ..frontier import MEASURE_LABELS, members
@@ -263,20 +264,25 @@ def _code_versions_section(versions) -> list[str]:
         for _, r in versions.iterrows()]
 
 
+def _names(names) -> str:
+    return ", ".join(names) if len(names) else "none"
+
+
 def _budget_section(bw, methods) -> list[str]:
     """Winner by compute budget, from the frontier table (only when the claims rule has it); ``methods``:
     the run's base algorithms."""
     if bw is None or not len(bw):
         return []
     second = members("second-order", methods)
-    gloss = (" (precond-dp-gd: DP-GD preconditioned by one private curvature release)"
-             if "precond-dp-gd" in second else "")
+    own = [m for m in second if not ALGORITHMS[m].paper]
+    gloss = f" ({', '.join(own)}: this project's, not the paper's)" if own else ""
     L = ["", "## Winner by compute budget (from the frontier table; not a claim of the paper)", "",
          f"Conversion {bw['conversion'].iloc[0]}. Per (dataset, epsilon) and cost measure: at each of the frontier's "
          "budgets, the method with the smallest best mean excess loss within that budget, over all its declared "
          "configurations and T (results/tables/frontier.csv; **non-private** selection, as best T). Candidates: "
          f"second order = {', '.join(second)}{gloss}; first order = {', '.join(members('first-order', methods))}. "
-         "dp-gd-oracle and damped-newton have non-private steps and AOP and objpert are one-shot: not candidates "
+         f"{_names(members('non-private step', methods))} have non-private steps and "
+         f"{_names(members('one-shot', methods))} are one-shot: not candidates "
          "(Figure 6 and the table cost a one-shot solve by its recorded Newton steps, a model: the table's `note`). "
          "An exact tie goes to the first-order method. *overtakes at*: the first budget above the "
          "first second-order win where a first-order method is best. Passes are pass-equivalents "
@@ -297,8 +303,9 @@ def _beyond_section(table: pd.DataFrame | None, methods) -> list[str]:
     k = target_counts(table)
     L = ["", "## Beyond the paper (not a claim of the paper)", "",
          "Every declared configuration of every method at its best T (**non-private** selection, as above), "
-         "the package's own methods and options included (iterate averaging, precond-dp-gd, objpert); "
-         "configurations with a non-private step (dp-gd-oracle, damped-newton, the explosion reset) are left "
+         "the package's own methods and options included (iterate averaging, "
+         f"{_names([m for m in methods if m in ALGORITHMS and not ALGORITHMS[m].paper])}); configurations with a "
+         f"non-private step ({_names(members('non-private step', methods))}, the explosion reset) are left "
          "out. F* is the **Gaussian ridge floor (local quadratic model)**: the expected excess loss of ridge-"
          "regularised, Gaussian-perturbed ERM on the quadratic model at w* (results/tables/floor.csv); it is not "
          "a lower bound, and the trivial loss of w = 0 is listed under *Divergence*. *second order* = "
