@@ -1,17 +1,24 @@
-"""Small-n black-box audit of the library's guarantee: neighbouring datasets of 3 and 4 rows.
+"""Small-n audit of the library's guarantee: neighbouring datasets of 3 and 4 rows.
 
 The estimator promises (epsilon, delta)-DP under ``add-remove`` (n private,
 :mod:`dpnewton.privacy.neighbouring`). At small n a noise scale computed from n is visible: a run on
 D (n = 3) and on D' (n = 4) would use different scales. This audit fits the estimator's mechanism
-many times on both datasets and lower-bounds epsilon from how well the released weight tells them
-apart.
+many times on both datasets and lower-bounds epsilon from how well a statistic of each fit tells
+them apart.
 
 Pair (:func:`flipped_label_pair`): D = two rows x = (1, 0) with label 1 and one row x = (0, 1000)
 with label 0; D' = D plus the flipped-label canary x = (1, 0) with label 0. Every fit sees the rows
 the estimator builds, [x, 1] / data_norm with data_norm = 1, projected to the unit ball
-(:func:`dpnewton.estimator._scaled_rows`, :meth:`LogisticProblem.from_xy`), and runs through
-:func:`dpnewton.experiment.run_algorithm` with fresh OS entropy per fit, as ``random_state=None``
-does. Statistic: -w_0, the negated weight of the canary's feature (the canary pushes it down).
+(:func:`dpnewton.estimator._scaled_rows`, :meth:`LogisticProblem.from_xy`), and runs the production
+optimizer with fresh OS entropy per fit, as ``random_state=None`` does.
+
+Levels (:data:`LEVELS`), i.e. what the statistic sees:
+
+``output``            the released weights w of :func:`dpnewton.experiment.run_algorithm`, random start;
+                      statistic -w_0, the negated weight of the canary's feature (the canary pushes it down).
+``likelihood-ratio``  log p_D'/p_D (:mod:`.small_n_releases`): of the releases of a run with its start
+                      pinned (dp-gd, precond-dp-gd: count, curvature, first gradient), of the released
+                      weights (objpert).
 
 Test (:func:`audit_small_n`): a pilot of ``pilot`` fits per side picks the threshold and direction
 (:func:`.distinguisher.threshold_audit` on the pilot alone); a fresh evaluation of ``trials`` fits
@@ -20,8 +27,8 @@ per side applies it once, and its Clopper-Pearson counts give the reported 95 % 
 
 Variants (:data:`SMALL_N_VARIANTS`): ``none`` is the estimator's mechanism; ``public-n`` the noise
 calibrated with n public (the paper's ``add-remove-public-n``, the zCDP methods' former library
-behaviour), which this pair must catch; ``overspend`` the mechanism run at 4 epsilon while
-claiming epsilon, a break every mechanism has.
+behaviour); ``overspend`` the mechanism run at 4 epsilon while claiming epsilon, a break every
+mechanism has.
 """
 
 from __future__ import annotations
@@ -35,10 +42,12 @@ from ..loss import LogisticProblem
 from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION
 from .bounds import epsilon_lower_bound
 from .distinguisher import threshold_audit
+from .small_n_releases import DATASET, objpert_log_ratios, release_log_ratios
 
 SMALL_N_VARIANTS = {"none": (LIBRARY_RELATION, 1.0), "public-n": (BENCHMARK_RELATION, 1.0),
                     "overspend": (LIBRARY_RELATION, 4.0)}
 """variant -> (relation the noise is calibrated for, factor on the epsilon actually spent)."""
+LEVELS = ("output", "likelihood-ratio")
 EPSILON = 2.0
 DELTA = 1e-5
 ITERATIONS = 1
@@ -58,28 +67,41 @@ def _problem(X: np.ndarray, y: np.ndarray) -> LogisticProblem:
     return LogisticProblem.from_xy(_scaled_rows(X, True, 1.0), np.where(y == 1, 1.0, -1.0))
 
 
-def released_statistics(algorithm: str, X: np.ndarray, y: np.ndarray, fits: int, variant: str = "none",
+def audit_pair() -> tuple[LogisticProblem, LogisticProblem]:
+    """(D, D') of :func:`flipped_label_pair` as the estimator's problems."""
+    (XD, yD), (XP, yP) = flipped_label_pair()
+    return _problem(XD, yD), _problem(XP, yP)
+
+
+def released_statistics(algorithm: str, side: int, fits: int, variant: str = "none", level: str = "output",
                         epsilon: float = EPSILON, delta: float = DELTA, first_seed: int | None = None,
                         chunk: int = 5000) -> np.ndarray:
-    """-w_0 of ``fits`` independent fits of ``algorithm`` under ``variant``: fresh OS entropy each
-    (``first_seed=None``, as the estimator's default), or seeds first_seed, first_seed + 1, ... (a
-    replayable audit: every fit still has its own stream)."""
+    """The statistic of ``level`` for ``fits`` independent fits of ``algorithm`` under ``variant`` on
+    D (``side`` 0) or D' (1): fresh OS entropy each (``first_seed=None``, as the estimator's default),
+    or seeds first_seed, first_seed + 1, ... (a replayable audit: every fit still has its own stream)."""
+    if level not in LEVELS:
+        raise ValueError(f"level={level!r} is unknown; choose one of {', '.join(LEVELS)}")
     relation, factor = SMALL_N_VARIANTS[variant]
-    problem = _problem(X, y)
+    pair = audit_pair()
     out = []
     for start in range(0, fits, chunk):
         count = min(chunk, fits - start)
         seeds = [None] * count if first_seed is None else list(range(first_seed + start, first_seed + start + count))
-        runs = run_algorithm(problem, "small-n-audit", algorithm, factor * epsilon, seeds, [ITERATIONS],
-                             delta=delta, neighbouring=relation)
-        out.extend(-float(r.w[0]) for r in runs)
-    return np.asarray(out)
+        if level == "likelihood-ratio" and algorithm != "objpert":
+            out.append(release_log_ratios(algorithm, pair, side, seeds, relation, factor * epsilon, delta))
+            continue
+        runs = run_algorithm(pair[side], DATASET, algorithm, factor * epsilon, seeds, [ITERATIONS], delta=delta,
+                             neighbouring=relation)
+        W = np.stack([r.w for r in runs])
+        out.append(-W[:, 0] if level == "output" else objpert_log_ratios(pair, W, factor * epsilon, delta, relation))
+    return np.concatenate(out)
 
 
 @dataclass
 class SmallNOutcome:
     algorithm: str
     variant: str
+    level: str
     claimed_epsilon: float
     epsilon_lb: float          # 95 % lower bound from the evaluation fits
     threshold: float
@@ -97,25 +119,27 @@ class SmallNOutcome:
         return {**asdict(self), "violates_claim": self.violates_claim}
 
 
-def audit_small_n(algorithm: str, variant: str = "none", trials: int = 30_000, pilot: int = 10_000,
-                  epsilon: float = EPSILON, delta: float = DELTA, seed: int | None = None) -> SmallNOutcome:
-    """The small-n audit of one estimator algorithm (module docstring). ``seed``: None draws every fit
-    from fresh OS entropy; an integer makes the audit replayable (the four batches of fits get
-    disjoint seed ranges from it)."""
+def audit_small_n(algorithm: str, variant: str = "none", level: str = "output", trials: int = 30_000,
+                  pilot: int = 10_000, epsilon: float = EPSILON, delta: float = DELTA,
+                  seed: int | None = None) -> SmallNOutcome:
+    """The small-n audit of one estimator algorithm at one level (module docstring). ``seed``: None
+    draws every fit from fresh OS entropy; an integer makes the audit replayable (the four batches of
+    fits get disjoint seed ranges from it)."""
     if variant not in SMALL_N_VARIANTS:
         raise ValueError(f"variant={variant!r} is unknown; choose one of {', '.join(SMALL_N_VARIANTS)}")
-    (XD, yD), (XP, yP) = flipped_label_pair()
     block = max(trials, pilot)
     first = [None] * 4 if seed is None else [seed + k * block for k in range(4)]
-    chosen = threshold_audit(released_statistics(algorithm, XD, yD, pilot, variant, epsilon, delta, first[0]),
-                             released_statistics(algorithm, XP, yP, pilot, variant, epsilon, delta, first[1]),
-                             delta, n_thresholds=PILOT_THRESHOLDS)
-    neg = released_statistics(algorithm, XD, yD, trials, variant, epsilon, delta, first[2])
-    pos = released_statistics(algorithm, XP, yP, trials, variant, epsilon, delta, first[3])
+
+    def batch(side: int, fits: int, k: int) -> np.ndarray:
+        return released_statistics(algorithm, side, fits, variant, level, epsilon, delta, first[k])
+
+    chosen = threshold_audit(batch(0, pilot, 0), batch(1, pilot, 1), delta, n_thresholds=PILOT_THRESHOLDS)
+    neg, pos = batch(0, trials, 2), batch(1, trials, 3)
     fp, fn = int(np.sum(neg > chosen.threshold)), int(np.sum(pos <= chosen.threshold))
     bound = epsilon_lower_bound(fp, trials, fn, trials, delta, direction=chosen.direction)
-    return SmallNOutcome(algorithm, variant, epsilon, float(bound), chosen.threshold, chosen.direction,
+    return SmallNOutcome(algorithm, variant, level, epsilon, float(bound), chosen.threshold, chosen.direction,
                          fp, fn, trials, pilot)
 
 
-__all__ = ["SMALL_N_VARIANTS", "SmallNOutcome", "audit_small_n", "flipped_label_pair", "released_statistics"]
+__all__ = ["LEVELS", "SMALL_N_VARIANTS", "SmallNOutcome", "audit_pair", "audit_small_n", "flipped_label_pair",
+           "released_statistics"]
