@@ -34,7 +34,8 @@ import pytest
 from dpnewton import io
 from dpnewton.data import prepare
 from dpnewton.pipeline import aggregate as agg
-from dpnewton.pipeline import jobs, timing, tracks
+from dpnewton.pipeline import jobs, resources, tables, timing, tracks
+from dpnewton.pipeline.claims.bundle import write_bundle
 from dpnewton.problems import compute_optimum, load_problem_from_prepared, optimum_fix, optimum_paths
 from test_determinism import REPO, env, reference_run, snakemake_cmd, table_differences
 
@@ -157,6 +158,103 @@ def test_a_table_csv_is_checked_against_its_parquet_twin(tmp_path):
     (tmp_path / "t.csv").write_text("".join(lines[:4]))
     with pytest.raises(io.DamagedFileError, match=r"t\.csv is damaged \(it holds 3 rows, 5 expected\)"):
         agg.check_table_csv(tmp_path / "t.csv", tmp_path / "t.parquet")
+
+
+def test_a_cut_track_ledger_is_an_error(prepared, tmp_path):
+    spec = {"track": "fixed-rule", "dataset": "synthetic", "method": "gd", "base_algorithm": "dp-gd",
+            "variant": "dp-gd", "hyper": {}, "iterations": 3, "max_iterations": 3, "epsilon": 1.0, "eps_label": "1",
+            "delta": None, "repetitions": [0, 1], "conversion": "bs16"}
+    rows = tmp_path / "eps~1.csv"
+    tracks.run_track_job(prepared, spec, rows)
+    ledger = tmp_path / "eps~1.ledger.parquet"
+    assert len(tracks.read_track_ledger(rows)) == 2 * 3
+    _cut(ledger, ledger, ledger.stat().st_size - 1)
+    with pytest.raises(io.DamagedFileError) as err:
+        tracks.read_track_ledger(rows)
+    assert str(err.value).startswith(f"{ledger} is damaged (not a complete parquet file: ")
+    assert str(err.value).endswith(f"): delete it and {rows}, then run `snakemake {rows}` (the target before your "
+                                   "other options): rule run_track recomputes both")
+
+
+TABLE_FIX = "delete it and run `snakemake {}` (the target before your other options): rule aggregate recomputes it"
+
+
+def test_a_cut_table_is_an_error(tmp_path):
+    table = tmp_path / "best_T.parquet"
+    agg.write_frame(pd.DataFrame({"a": range(5), "b": list("vwxyz")}), table)
+    assert len(tables.read_table(table)) == 5
+    _cut(table, table, table.stat().st_size // 2)
+    with pytest.raises(io.DamagedFileError) as err:
+        tables.read_table(table)
+    assert re.fullmatch(rf"{re.escape(str(table))} is damaged \(not a complete parquet file: .*\): "
+                        + re.escape(TABLE_FIX.format(table)), str(err.value))
+
+
+def test_aggregate_reads_the_optima_verified(prepared, job, tmp_path):
+    npz, js = tmp_path / "synthetic.optimum.npz", tmp_path / "synthetic.optimum.json"
+    compute_optimum(prepared, npz, js)
+    js.write_text(js.read_text()[:-20])
+    with pytest.raises(io.DamagedFileError, match=rf"{re.escape(str(js))} is damaged \(not complete JSON"):
+        tables.write_all([job / "seeds~0-1.csv"], [job / "seeds~0-1.curves.parquet"], [js], [], {}, {}, {},
+                         "bs16")
+    compute_optimum(prepared, npz, js)
+    _cut(npz, npz, npz.stat().st_size - 1)
+    with pytest.raises(io.DamagedFileError, match="its SHA-256 is not the one recorded"):
+        tables.write_all([job / "seeds~0-1.csv"], [job / "seeds~0-1.curves.parquet"], [js], [], {}, {}, {},
+                         "bs16")
+
+
+#: a Snakemake benchmark file (Snakemake 9), two repeats; '-' where a measure was unavailable
+BENCHMARK = ("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+             "1.2345\t0:00:01\t120.5\t400.0\t60.0\t80.0\t0.00\t0.01\t95.3\t1.17\n"
+             "1.5000\t0:00:01\t-\t-\t-\t-\t-\t-\t-\t1.40\n")
+
+
+def test_every_cut_of_a_benchmark_file_is_detected(tmp_path):
+    """A benchmark file has no row count or digest: a cut one lacks its final line break or its rows,
+    and one without a numeric wall time `s` is no benchmark file."""
+    bench = tmp_path / "run_job" / "a.tsv"
+    bench.parent.mkdir()
+    bench.write_text(BENCHMARK)
+    assert resources.read_benchmark(bench)["s"].tolist() == [1.2345, 1.5]
+    fix = ("delete it and run snakemake again: its job then counts as one without a benchmark file (`n_missing`); "
+           "`--forcerun` of the job's rule measures it again")
+    raw = BENCHMARK.encode()
+    second_row = raw.index(b"\n", raw.index(b"\n") + 1) + 1
+    for size in [n for n in range(len(raw)) if n != second_row]:  # every cut but the one at a row boundary
+        _cut(bench, tmp_path / "cut.tsv", size)
+        with pytest.raises(io.DamagedFileError) as err:
+            resources.summarize({"run_job": [str(tmp_path / "cut.tsv")]})
+        assert str(err.value).startswith(f"{tmp_path / 'cut.tsv'} is damaged (") and str(err.value).endswith(fix)
+    assert resources.read_benchmark(_cut(bench, tmp_path / "one.tsv", second_row))["s"].tolist() == [1.2345]
+    (tmp_path / "bad.tsv").write_text(BENCHMARK.replace("1.5000", "x"))
+    with pytest.raises(io.DamagedFileError, match=r"bad\.tsv is damaged \(a wall time `s` is not a number\)"):
+        resources.read_benchmark(tmp_path / "bad.tsv")
+    (tmp_path / "nos.tsv").write_text(BENCHMARK.replace("s\th:m:s", "wall\th:m:s"))
+    with pytest.raises(io.DamagedFileError, match=r"nos\.tsv is damaged \(its header has no wall-time column `s`"):
+        resources.read_benchmark(tmp_path / "nos.tsv")
+
+
+def test_the_claims_bundle_reads_its_inputs_verified(job, tmp_path):
+    """A cut runs table or protocol stops rule publish_claims before it writes anything."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "claims.md").write_text("# report\n")
+    runs = src / "runs.parquet"
+    agg.write_frame(agg.load_rows([job / "seeds~0-1.csv"]), runs)
+    protocol = src / "protocol.json"
+    io.atomic_write_json(protocol, {"config_hash": "abc", "variants": {}})
+    out = tmp_path / "figures"
+    args = (str(src / "claims.md"), [], str(protocol), str(runs), str(out / "claims.md"), str(out / "claims"))
+    _cut(runs, runs, runs.stat().st_size - 1)
+    with pytest.raises(io.DamagedFileError, match=rf"runs\.parquet is damaged \(not a complete parquet file.*"
+                                                  rf"{re.escape(TABLE_FIX.format(runs))}$"):
+        write_bundle(*args)
+    protocol.write_text(protocol.read_text()[:10])
+    with pytest.raises(io.DamagedFileError, match=rf"protocol\.json is damaged \(not complete JSON.*"
+                                                  rf"{re.escape(TABLE_FIX.format(protocol))}$"):
+        write_bundle(*args)
+    assert not out.exists()
 
 
 # ---- the cached optimum -----------------------------------------------------------------------

@@ -31,21 +31,18 @@ is the reference run (made once per session, shared with tests/test_determinism.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
-import signal
 import subprocess
 import time
+from functools import partial
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from test_determinism import (N_ROWS_PER_JOB, PIPELINE_CONFIG, REPO, env, reference_run, snakemake_cmd,
                               table_differences, write_config)
+from workflow_helpers import check_outputs, kill_group, result_files, run, start, unlock
 
 pytestmark = pytest.mark.slow
 
@@ -53,45 +50,13 @@ KILL_SEED = 20231
 MAX_KILLS = 3
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=60)
-    for _ in range(100):  # every member of the group is gone (no orphaned job keeps writing)
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"process group {proc.pid} survived SIGKILL")
-
-
-def _run(cmd: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env())
-
-
-def _unlock(workdir: Path) -> None:
-    """The first documented resume command: remove the lock the killed run left."""
-    unlock = _run(snakemake_cmd(workdir, "--unlock"), timeout=300)
-    assert unlock.returncode == 0 and "Unlocked working directory" in unlock.stdout + unlock.stderr, \
-        unlock.stderr[-2000:]
-
-
-def _start(workdir: Path, log: Path) -> subprocess.Popen:
-    """The pipeline's own command (the second documented resume command), in its own process group."""
-    with open(log, "w") as fh:
-        return subprocess.Popen(snakemake_cmd(workdir), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env=env(),
-                                start_new_session=True)
-
-
 def _interrupted_attempt(workdir: Path, attempt: int, delay: float) -> str:
     """Start (attempt 0) or resume the pipeline; SIGKILL its group ``delay`` s after a run_job started."""
     out = workdir / f"attempt{attempt}.log"
+    command = partial(snakemake_cmd, workdir)
     if attempt:
-        _unlock(workdir)
-    proc = _start(workdir, out)
+        unlock(command)
+    proc = start(command, out)
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
         if ", seeds " in out.read_text(errors="replace"):  # the run_job message: "... (bs16), seeds 0-1"
@@ -100,36 +65,8 @@ def _interrupted_attempt(workdir: Path, attempt: int, delay: float) -> str:
     time.sleep(delay)
     if proc.poll() is not None:
         return f"attempt {attempt}: finished before the kill (rc={proc.returncode})"
-    _kill_group(proc)
+    kill_group(proc)
     return f"attempt {attempt}: SIGKILL {delay:.2f}s after a run_job started"
-
-
-def _check_outputs(workdir: Path, reference: Path) -> list[str]:
-    def listing(wd):
-        return sorted(str(p.relative_to(wd)) for p in (wd / "results").rglob("*")
-                      if p.is_file() and not p.name.startswith("."))
-
-    assert listing(workdir) == listing(reference)
-    leftovers = sorted(str(p.relative_to(workdir)) for p in (workdir / "results").rglob(".*") if p.is_file())
-    assert all(Path(p).name.endswith(".tmp") for p in leftovers), leftovers
-    for p in (workdir / "results").rglob("*"):
-        if not p.is_file() or p.name.startswith("."):
-            continue
-        if p.suffix == ".csv":
-            frame = pd.read_csv(p)
-            if "runs" in p.parts:
-                assert len(frame) == N_ROWS_PER_JOB, p
-                assert frame["excess_loss"].notna().all() and frame["seed"].nunique() == 2, p
-        elif p.suffix == ".parquet":
-            frame = pd.read_parquet(p)
-            if p.name.endswith(".curves.parquet"):
-                assert frame.groupby(["seed", "iterations"]).ngroups == N_ROWS_PER_JOB, p
-        elif p.suffix == ".json":
-            json.loads(p.read_text())
-        elif p.suffix == ".npz":
-            with np.load(p) as z:
-                assert all(np.isfinite(z[k]).all() for k in z.files if z[k].dtype.kind == "f"), p
-    return leftovers
 
 
 def test_sigkill_and_resume_reproduces_tables(tmp_path_factory):
@@ -143,12 +80,12 @@ def test_sigkill_and_resume_reproduces_tables(tmp_path_factory):
         if "finished" in events[-1]:
             break
     assert any("SIGKILL" in e for e in events), events
-    _unlock(workdir)
-    final = _run(snakemake_cmd(workdir))
+    unlock(partial(snakemake_cmd, workdir))
+    final = run(snakemake_cmd(workdir))
     assert final.returncode == 0, "\n".join(events) + final.stdout[-3000:] + final.stderr[-3000:]
 
     assert table_differences(reference, workdir) == [], events
-    leftovers = _check_outputs(workdir, reference)
+    leftovers = check_outputs(workdir, result_files(reference), N_ROWS_PER_JOB)
     dry = subprocess.run(snakemake_cmd(workdir, "-n"), cwd=REPO, capture_output=True, text=True, timeout=300,
                          env=env())
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, dry.stderr[-2000:]
@@ -170,13 +107,13 @@ def test_resume_reruns_only_the_unfinished_jobs(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("resumed_run")
     write_config(workdir)
     log = workdir / "killed.log"
-    proc = _start(workdir, log)
+    proc = start(partial(snakemake_cmd, workdir), log)
     finished_line = re.compile(r"Finished jobid: (\d+) \(Rule: run_job\)")
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline and not finished_line.search(log.read_text()):
         time.sleep(0.02)
     assert proc.poll() is None, "the run ended before its first run_job finished"
-    _kill_group(proc)
+    kill_group(proc)
     killed = log.read_text()
     announced = _run_jobs(killed)
     finished = sorted(announced[int(j)] for j in finished_line.findall(killed))
@@ -184,10 +121,10 @@ def test_resume_reruns_only_the_unfinished_jobs(tmp_path_factory):
     assert finished and len(finished) < len(algorithms), killed[-3000:]  # some finished, some not
     kept = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for a in finished for p in _job_files(workdir, a)}
 
-    locked = _run(snakemake_cmd(workdir))  # without --unlock: the dead run's lock stops it
+    locked = run(snakemake_cmd(workdir))  # without --unlock: the dead run's lock stops it
     assert locked.returncode != 0 and "Directory cannot be locked" in locked.stdout + locked.stderr
-    _unlock(workdir)
-    resumed = _run(snakemake_cmd(workdir))
+    unlock(partial(snakemake_cmd, workdir))
+    resumed = run(snakemake_cmd(workdir))
     out = resumed.stdout + resumed.stderr
     assert resumed.returncode == 0, out[-3000:]
     assert sorted(_run_jobs(out).values()) == sorted(set(algorithms) - set(finished)), out[-3000:]

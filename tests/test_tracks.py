@@ -1,8 +1,9 @@
 """The private-selection and fixed-rule tracks (dpnewton.pipeline.tracks).
 
 Known answers for the T rule and the table, the job expansion against a hand-written config,
-replays of a selection and of a fixed-rule run through the library functions they must equal, and
-resumption from checkpoints with identical rows.
+replays of a selection and of a fixed-rule run through the library functions they must equal, the
+per-release privacy ledger beside each job's rows (per repetition it sums to the run's rho), and
+resumption from checkpoints with identical rows and ledger.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dpnewton.data import prepare
 from dpnewton.experiment import resolve_budget, run_algorithm
 from dpnewton.pipeline import config as pipecfg
 from dpnewton.pipeline import tracks
-from dpnewton.pipeline.jobs import HOST_COLUMNS
+from dpnewton.pipeline.jobs import HOST_COLUMNS, LEDGER_COLUMNS, ledger_path
 from dpnewton.privacy.selection import DISTRIBUTIONS
 from dpnewton.problems import load_split_from_prepared
 from dpnewton.tuning import private_select
@@ -79,6 +80,9 @@ def test_the_workflow_rules_name_the_packages_tracks_and_tables():
     stems = re.findall(r'(\w+)=multiext\("results/tables/(\w+)"', text)
     assert sorted(stem for _, stem in stems) == sorted(tracks.TABLE_NAMES.values())
     assert all(key == stem for key, stem in stems)
+    # rule run_track declares the ledger where the package puts it
+    rows, ledger = (re.search(rf'^\s+{key}="([^"]+)",$', text, re.MULTILINE).group(1) for key in ("rows", "ledger"))
+    assert ledger == str(ledger_path(rows))
 
 
 def _config(tracks_entry) -> dict:
@@ -157,6 +161,43 @@ def test_selection_rows_replay_private_select(prepared, tmp_path):
                                   check_dtype=False)
 
 
+def _per_run(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Per seed of a ledger: the rho spent, the number of releases, and the run's identity."""
+    return ledger.groupby("seed", observed=True).agg(
+        rho=("rho", "sum"), releases=("release", "size"), last=("release", "max"),
+        **{c: (c, "unique") for c in ["dataset", "algorithm", "conversion", "epsilon", "iterations", "config_hash"]})
+
+
+def test_selection_ledger_is_the_selected_candidates(prepared, tmp_path):
+    """One ledger row per release of the released model: the selected candidate's optimizer releases
+    and its score, summing to candidate_rho; the losing candidates' ledgers are not written."""
+    rows = tracks.run_track_job(prepared, _selection_spec(), tmp_path / "sel.csv")
+    ledger = tracks.read_track_ledger(tmp_path / "sel.csv")
+    assert list(ledger.columns) == LEDGER_COLUMNS
+    runs = _per_run(ledger)
+    assert sorted(runs.index) == sorted(rows["seed"])
+    problem, _ = load_split_from_prepared(prepared)
+    all_candidates = 0
+    for _, r in rows.iterrows():
+        run = runs.loc[r["seed"]]
+        assert run["rho"] == pytest.approx(r["candidate_rho"], rel=1e-12)
+        assert run["rho"] == pytest.approx(r["rho_optimizer"] + r["rho_score"], rel=1e-12)
+        assert run["releases"] == r["n_releases"] == r["selected_iterations"] + 1   # T gradients, one score
+        assert run["last"] == r["n_releases"] - 1
+        assert [list(run[c]) for c in ["dataset", "algorithm", "conversion", "iterations", "config_hash"]] == [
+            ["synthetic"], ["gd"], ["private-selection"], [r["selected_iterations"]], [r["config_hash"]]]
+        res = private_select(problem, "dp-gd", [{"iterations": c["iterations"], "hyper": c["hyper"]}
+                                                for c in _selection_spec()["configurations"]],
+                             1.0, None, ("logarithmic", {"mean": 3}), seed=int(r["seed"]), dataset="synthetic",
+                             score_frac=0.1, score_clip=1.0)
+        chosen = res.record.ledgers[res.record.selected].entries
+        part = ledger[ledger["seed"] == r["seed"]]
+        assert list(part["quantity"]) == [e.quantity for e in chosen]
+        assert list(part["sigma"]) == [e.sigma for e in chosen] and list(part["rho"]) == [e.rho for e in chosen]
+        all_candidates += sum(len(led.entries) for led in res.record.ledgers)
+    assert len(ledger) == rows["n_releases"].sum() < all_candidates      # some repetition had K > 1
+
+
 def test_fixed_rule_rows_replay_run_algorithm(prepared, tmp_path):
     rows = tracks.run_track_job(prepared, _fixed_spec(), tmp_path / "fixed.csv")
     problem, _ = load_split_from_prepared(prepared)
@@ -164,9 +205,22 @@ def test_fixed_rule_rows_replay_run_algorithm(prepared, tmp_path):
     T = min(math.floor(2 * rho * problem.n**2 / problem.d), 300)
     assert (rows["selected_iterations"] == T).all() and (rows["iteration_rule"] == "snr").all()
     assert np.allclose(rows["ledger_rho_total"], rho, rtol=1e-12)
+    ledger = tracks.read_track_ledger(tmp_path / "fixed.csv")
+    assert (tmp_path / "fixed.ledger.parquet").is_file() and list(ledger.columns) == LEDGER_COLUMNS
+    runs = _per_run(ledger)
+    assert sorted(runs.index) == sorted(rows["seed"]) and len(ledger) == T * len(rows)   # one gradient per step
     for _, r in rows.iterrows():
         (res,) = run_algorithm(problem, "synthetic", "dp-gd", 1.0, [int(r["seed"])], T, hyper={"step": 4.0})
         assert r["excess_loss"] == pytest.approx(res.released_excess_loss, rel=1e-12)
+        run = runs.loc[r["seed"]]
+        assert run["rho"] == pytest.approx(r["rho"], rel=1e-12) and run["rho"] == pytest.approx(rho, rel=1e-12)
+        assert run["rho"] == pytest.approx(r["ledger_rho_total"], rel=1e-12)
+        assert run["releases"] == r["n_releases"] == T and run["last"] == T - 1
+        assert [list(run[c]) for c in ["dataset", "algorithm", "conversion", "epsilon", "iterations", "config_hash"]] \
+            == [["synthetic"], ["gd"], ["bs16"], [1.0], [T], [r["config_hash"]]]
+        part = ledger[ledger["seed"] == r["seed"]]
+        assert list(part["sigma"]) == [e.sigma for e in res.ledger.entries]
+        assert list(part["step"]) == [e.step for e in res.ledger.entries]
     fixed = tracks.run_track_job(prepared, _fixed_spec(7), tmp_path / "seven.csv")
     assert (fixed["selected_iterations"] == 7).all() and (fixed["iteration_rule"] == "fixed").all()
 
@@ -188,9 +242,13 @@ def test_interrupted_track_job_resumes_with_identical_rows(prepared, tmp_path, m
     assert not out.exists() and len(list((tmp_path / "job.csv.partial").iterdir())) == 2
     calls.clear()
     monkeypatch.setitem(tracks.UNITS, "private-selection", lambda p, s, r: calls.append(r) or real(p, s, r))
+    assert not ledger_path(out).exists()
     again = tracks.run_track_job(prepared, _selection_spec(), out)
     assert calls == [2]                                   # only the unfinished repetition ran
     pd.testing.assert_frame_equal(_strip(again), _strip(ref))
+    # the resumed repetitions' ledger rows come from their checkpoints: the same ledger
+    pd.testing.assert_frame_equal(tracks.read_track_ledger(out), tracks.read_track_ledger(tmp_path / "ref.csv"),
+                                  check_exact=True)
 
 
 def test_unknown_track_is_an_error(prepared, tmp_path):

@@ -121,8 +121,10 @@ def atomic_write_csv(path, frame: pd.DataFrame, count_rows: bool = True) -> pd.D
     return frame
 
 
-def check_csv(path, min_rows: int = 0, expected_rows: int | None = None, fix: str = DELETE_FIX) -> int:
-    """The number of data rows of a complete CSV file; raises :class:`DamagedFileError` otherwise.
+def check_csv(path, min_rows: int = 0, expected_rows: int | None = None, fix: str = DELETE_FIX,
+              sep: str = ",") -> int:
+    """The number of data rows of a complete CSV file (fields separated by ``sep``); raises
+    :class:`DamagedFileError` otherwise.
 
     Complete means: the text ends with a line break (a file cut inside a row does not); every record
     has the header's number of fields; with a :data:`ROWS_COLUMN` last column, every row holds the
@@ -138,7 +140,7 @@ def check_csv(path, min_rows: int = 0, expected_rows: int | None = None, fix: st
         raise DamagedFileError(path, f"unreadable: {exc}", fix) from None
     if not raw.endswith(b"\n"):
         raise DamagedFileError(path, "empty file" if not raw else "it ends inside a row: the file was cut short", fix)
-    records = list(csv.reader(io.StringIO(text, newline="")))
+    records = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))
     header, body = records[0], records[1:]
     short = next((i for i, r in enumerate(body, 1) if len(r) != len(header)), None)
     if short is not None:
@@ -156,10 +158,11 @@ def check_csv(path, min_rows: int = 0, expected_rows: int | None = None, fix: st
 
 
 def read_csv(path, min_rows: int = 0, fix: str = DELETE_FIX, **kwargs) -> pd.DataFrame:
-    """:func:`check_csv`, then ``pandas.read_csv(path, **kwargs)`` without the :data:`ROWS_COLUMN`."""
+    """:func:`check_csv` (with ``kwargs``' ``sep``), then ``pandas.read_csv(path, **kwargs)`` without the
+    :data:`ROWS_COLUMN`."""
     import pandas as pd  # imported on use: pandas costs ~0.2 s at start-up (the CLI imports this module)
 
-    check_csv(path, min_rows=min_rows, fix=fix)
+    check_csv(path, min_rows=min_rows, fix=fix, sep=kwargs.get("sep", ","))
     return pd.read_csv(path, **kwargs).drop(columns=[ROWS_COLUMN], errors="ignore")
 
 

@@ -4,4 +4,4 @@ from dpnewton.pipeline.tracks import run_track_job
 
 setup_log(snakemake.log[0])
 run_track_job(snakemake.input.npz, dict(snakemake.params.spec), snakemake.output.rows,
-              source_dir=workflow_source_dir(snakemake.scriptdir))
+              source_dir=workflow_source_dir(snakemake.scriptdir), ledger_out=snakemake.output.ledger)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..algorithms import ALGORITHMS
-from ..io import read_parquet
 from . import plots
+from .tables import read_table
 
 NONPRIVATE_T = "Best T is selected **non-privately**."
 
@@ -171,7 +171,7 @@ def made_figures(plan, params: dict) -> list[str]:
 
 def draw_figure(name: str, inputs: dict, outputs: list, params: dict) -> None:
     """The figure rule's entry point: read the figure's tables (verified) and draw it into ``outputs``."""
-    tables = {key: read_parquet(path) for key, path in inputs.items()}
+    tables = {key: read_table(path) for key, path in inputs.items()}
     get_figure(name).draw(tables, params, outputs, plots.method_styles(params.get("methods", [])))
 
 

@@ -57,7 +57,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from ..experiment import result_record, run_algorithm
 from ..holdout import heldout_metrics
 from ..io import atomic_path, atomic_write_csv, atomic_write_parquet, read_parquet
-from ..privacy.neighbouring import BENCHMARK_RELATION, default_delta
+from ..privacy.neighbouring import BENCHMARK_RELATION, resolve_delta
 from ..problems import file_sha256, load_split_from_prepared
 from .frontier import pass_equivalents
 from .plan import config_hash
@@ -468,7 +468,7 @@ def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[
 
 
 def _delta(spec: dict, n: int) -> float:
-    return default_delta(BENCHMARK_RELATION, n) if spec.get("delta") is None else float(spec["delta"])
+    return resolve_delta(spec.get("delta"), BENCHMARK_RELATION, n)
 
 
 def setup_log(path: str | Path | None) -> None:

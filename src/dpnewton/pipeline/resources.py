@@ -7,6 +7,10 @@ rule: the number of jobs with a benchmark file (and of those without one: jobs m
 directive existed, or not run), and for wall time, CPU time and max RSS the mean, the quantiles
 q50 / q90 / q99, the maximum and (times only) the sum. It is what a cluster profile is sized from
 (``docs/cluster.md``): per-job memory and run time limits with a margin over the maximum.
+
+A benchmark file carries no row count or digest (Snakemake writes it), so :func:`read_benchmark`
+checks what it can: a complete tab-separated file (:func:`dpnewton.io.check_csv`), at least one row,
+and a wall time ``s`` that is a number in every row.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import atomic_path
+from ..io import DamagedFileError, atomic_write_csv, atomic_write_parquet, read_csv
 
 log = logging.getLogger("dpnewton.pipeline")
 
@@ -30,10 +34,22 @@ COLUMNS = (["rule", "n_jobs", "n_missing"]
            + ["wall_s_sum", "cpu_s_sum"])
 
 
+#: the fix of a damaged benchmark file (Snakemake does not rerun a job whose benchmark file is missing)
+BENCHMARK_FIX = ("delete it and run snakemake again: its job then counts as one without a benchmark file "
+                 "(`n_missing`); `--forcerun` of the job's rule measures it again")
+
+
 def read_benchmark(path: str | Path) -> pd.DataFrame:
-    """One Snakemake benchmark TSV (one row per repeat; '-' where a measure was unavailable)."""
-    frame = pd.read_csv(path, sep="\t", na_values=["-", "NA"])
-    return frame[[c for c in MEASURES if c in frame]].apply(pd.to_numeric, errors="coerce")
+    """One Snakemake benchmark TSV (one row per repeat; '-' where a measure was unavailable), checked
+    (module docstring); a damaged file raises :class:`dpnewton.io.DamagedFileError` naming it and the fix."""
+    frame = read_csv(path, min_rows=1, fix=BENCHMARK_FIX, sep="\t", na_values=["-", "NA"])
+    measures = frame[[c for c in MEASURES if c in frame]].apply(pd.to_numeric, errors="coerce")
+    if "s" not in measures:
+        raise DamagedFileError(path, f"its header has no wall-time column `s` ({', '.join(frame.columns)})",
+                               BENCHMARK_FIX)
+    if measures["s"].isna().any():
+        raise DamagedFileError(path, "a wall time `s` is not a number", BENCHMARK_FIX)
+    return measures
 
 
 def summarize(benchmarks: dict[str, list[str]]) -> pd.DataFrame:
@@ -60,14 +76,13 @@ def summarize(benchmarks: dict[str, list[str]]) -> pd.DataFrame:
 
 
 def write_resources(benchmarks: dict[str, list[str]], parquet: str | Path, csv: str | Path) -> pd.DataFrame:
-    """Entry point of the rule: summarize and write the table (parquet + CSV mirror, atomically)."""
+    """Entry point of the rule: summarize and write the table (parquet with page CRCs and digest, CSV
+    mirror; atomically, :mod:`dpnewton.io`)."""
     table = summarize({r: list(p) for r, p in benchmarks.items()})
     for r in table.itertuples():
         log.info("%s: %d jobs (%d without a benchmark file), wall q50 %.3g s / max %.3g s, CPU sum %.4g s, "
                  "max RSS %.4g MB", r.rule, r.n_jobs, r.n_missing, r.wall_s_q50, r.wall_s_max, r.cpu_s_sum,
                  r.max_rss_mb_max)
-    with atomic_path(parquet, suffix=".parquet") as tmp:
-        table.to_parquet(tmp, index=False)
-    with atomic_path(csv, suffix=".csv") as tmp:
-        table.to_csv(tmp, index=False)
+    atomic_write_parquet(parquet, table)
+    atomic_write_csv(csv, table, count_rows=False)
     return table

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import pandas as pd
 
 from ..floor import floor_table
-from ..io import atomic_write_json, atomic_write_text
-from ..problems import load_problem_from_prepared
+from ..io import atomic_write_json, atomic_write_text, read_parquet
+from ..problems import check_optimum, load_problem_from_prepared
 from . import aggregate as agg
 from .jobs import HOST_COLUMNS, utc_timestamp
 from .protocol_text import protocol_markdown
@@ -25,7 +24,9 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
     and in words: :mod:`dpnewton.pipeline.protocol_text`),
     best_curves, heldout when ``out`` names it (holdout on), and frontier when ``out`` names it
     (:mod:`dpnewton.pipeline.frontier`: best excess loss per method within a runtime or pass budget).
-    ``timings`` are the timing rule's raw CSV files (:mod:`dpnewton.pipeline.timing`).
+    ``timings`` are the timing rule's raw CSV files (:mod:`dpnewton.pipeline.timing`); ``optima`` the
+    optimum summaries (``<dataset>.optimum.json``), each checked against its npz
+    (:func:`dpnewton.problems.check_optimum`).
 
     With ``prepared`` (the prepared ``results/data/<dataset>.npz`` files) and ``out["floor_parquet"]``
     also the floor table (:func:`floor_frame`: the Gaussian ridge floor of the local quadratic model,
@@ -41,7 +42,7 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
         log.warning("%d runs have a ledger total different from rho", len(bad))
     summary = agg.summarize(runs)
     best = agg.best_t(summary)
-    optimum_summaries = [json.loads(Path(p).read_text()) for p in optima]
+    optimum_summaries = [check_optimum(Path(p).with_suffix(".npz"), Path(p)) for p in optima]
     baseline = agg.trivial_baseline(optimum_summaries)
     best = agg.add_cell_stability(best, runs, baseline)
     floor = None
@@ -126,5 +127,10 @@ def provenance_summary(runs: pd.DataFrame) -> dict:
     return {"software": software, "dataset_sha256": datasets, "host": host}
 
 
+#: the fix of a damaged table
+TABLE_FIX = "delete it and run `snakemake {path}` (the target before your other options): rule aggregate recomputes it"
+
+
 def read_table(path) -> pd.DataFrame:
-    return pd.read_parquet(path)
+    """A table written by :func:`write_all`, verified (:func:`dpnewton.io.read_parquet`)."""
+    return read_parquet(path, fix=TABLE_FIX)

@@ -18,8 +18,14 @@ A job is one (track, dataset, method, epsilon) with all repetitions; each repeti
 checkpointed like the run jobs' units (:func:`dpnewton.pipeline.jobs.save_checkpoint`, verified by
 :func:`~dpnewton.pipeline.jobs.load_checkpoint`), so an interrupted job resumes with identical
 results. Its rows file carries its row count (:func:`dpnewton.io.atomic_write_csv`), which
-:func:`read_track_rows` verifies. Every draw derives from the repetition's seed
-(:func:`repetition_seed`), so results do not depend on batching or order.
+:func:`read_track_rows` verifies. Beside it, written first, the privacy ledger of the released model
+of each repetition as the run jobs keep it (:func:`dpnewton.pipeline.jobs.ledger_path`,
+:data:`~dpnewton.pipeline.jobs.LEDGER_COLUMNS`, ``algorithm`` = the method): a fixed-rule run's
+releases, which sum to its ``rho``, or the selected candidate's (the optimizer's releases and its
+score, which sum to ``candidate_rho``; no rows when K = 0), read verified by :func:`read_track_ledger`.
+The losing candidates' ledgers are secret (docs/algorithms.md §14.1) and are not written. Every draw
+derives from the repetition's seed (:func:`repetition_seed`), so results do not depend on batching
+or order.
 """
 
 from __future__ import annotations
@@ -35,10 +41,12 @@ import numpy as np
 import pandas as pd
 
 from ..experiment import last_iterate_only, resolve_budget, run_at_rho
-from ..io import atomic_write_csv, atomic_write_parquet, read_csv
+from ..io import atomic_write_csv, atomic_write_parquet, read_csv, read_parquet
+from ..privacy import PrivacyLedger
 from ..problems import load_split_from_prepared
-from ..tuning import private_select
-from .jobs import checkpoint_dir, flatten_record, load_checkpoint, provenance, save_checkpoint, utc_timestamp
+from ..tuning import CONVERSION_LABEL, private_select
+from .jobs import (checkpoint_dir, flatten_record, ledger_frame, ledger_path, load_checkpoint, provenance,
+                   save_checkpoint, unit_ledger, utc_timestamp, write_ledger)
 from .plan import eps_label
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -76,7 +84,7 @@ def fixed_iterations(spec: dict, n: int, d: int, rho: float) -> int:
     return int(rule)
 
 
-def _selection_unit(problem, spec: dict, rep: int) -> dict:
+def _selection_unit(problem, spec: dict, rep: int) -> tuple[dict, PrivacyLedger | None, str]:
     seed = repetition_seed(spec["track"], spec["method"], rep)
     configs = spec["configurations"]
     dist = dict(spec["distribution"])
@@ -94,6 +102,7 @@ def _selection_unit(problem, spec: dict, rep: int) -> dict:
         T, hyper = res.config
         variant = next(c["variant"] for c in configs if c["iterations"] == T and c["hyper"] == hyper)
     public = rec.public()
+    ledger = None if rec.selected is None else rec.ledgers[rec.selected]
     return {
         "selected_variant": variant, "selected_iterations": None if res.config is None else res.config[0],
         "selected_hyper": {} if res.config is None else res.config[1], "private_score": res.score,
@@ -106,11 +115,11 @@ def _selection_unit(problem, spec: dict, rep: int) -> dict:
         # not covered by the guarantee (PS22 needs K hidden): benchmark bookkeeping only
         "secret_realised_k": rec.realised_k,
         "secret_candidate_iterations": int(sum(c["iterations"] for c in rec.candidates)),
-        "runtime_s": took, "seed": seed,
-    }
+        "n_releases": 0 if ledger is None else len(ledger.entries), "runtime_s": took, "seed": seed,
+    }, ledger, CONVERSION_LABEL
 
 
-def _fixed_unit(problem, spec: dict, rep: int) -> dict:
+def _fixed_unit(problem, spec: dict, rep: int) -> tuple[dict, PrivacyLedger | None, str]:
     seed = repetition_seed(spec["track"], spec["method"], rep)
     delta, rho = resolve_budget(float(spec["epsilon"]), spec["delta"], problem.n, spec["conversion"])
     T = fixed_iterations(spec, problem.n, problem.d, rho)
@@ -127,17 +136,20 @@ def _fixed_unit(problem, spec: dict, rep: int) -> dict:
         "n_configurations": 1, "rho": rho if res.ledger.entries else float("nan"), "delta": delta,
         "conversion": spec["conversion"],
         "ledger_rho_total": res.ledger.spent_rho if res.ledger.entries else float("nan"),
-        "secret_candidate_iterations": T, "runtime_s": took, "seed": seed,
-    }
+        "n_releases": len(res.ledger.entries), "secret_candidate_iterations": T, "runtime_s": took, "seed": seed,
+    }, res.ledger, spec["conversion"]
 
 
+#: track -> its repetition: (the row's track-specific fields, the released model's
+#: :class:`~dpnewton.privacy.ledger.PrivacyLedger` or None, the conversion label of its ledger rows)
 UNITS = {"private-selection": _selection_unit, "fixed-rule": _fixed_unit}
 
 
-def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path,
-                  source_dir: str | Path | None = None) -> pd.DataFrame:
-    """Run every repetition of one track job (``spec``: :func:`expand_tracks`), write its rows; returns
-    them as written (with their ``file_rows`` column)."""
+def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path, source_dir: str | Path | None = None,
+                  ledger_out: str | Path | None = None) -> pd.DataFrame:
+    """Run every repetition of one track job (``spec``: :func:`expand_tracks`), write its ledger
+    (``ledger_out``, default :func:`~dpnewton.pipeline.jobs.ledger_path` of the rows), then its rows;
+    returns the rows as written (with their ``file_rows`` column)."""
     if spec["track"] not in UNITS:
         raise ValueError(f"track {spec['track']!r} is unknown; choose one of {list(UNITS)}")
     problem, _ = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"))
@@ -147,25 +159,51 @@ def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path,
     log.info("track %s: %s on %s, eps=%s, %d repetitions, n=%d d=%d config_hash=%s", spec["track"],
              spec["method"], spec["dataset"], spec["eps_label"], len(reps), problem.n, problem.d,
              prov["config_hash"])
-    rows = []
+    rows, ledgers = [], []
     for k, rep in enumerate(reps, 1):
         key = {"config_hash": prov["config_hash"], "repetition": rep}
         unit = partial / f"repetition{rep}.pkl"
         done = load_checkpoint(unit, key)
-        if done is None:
+        resumed = done is not None
+        if not resumed:
+            fields, ledger, conversion = UNITS[spec["track"]](problem, spec, rep)
             row = {"track": spec["track"], "dataset": spec["dataset"], "method": spec["method"],
                    "base_algorithm": spec["base_algorithm"], "epsilon": float(spec["epsilon"]),
                    "eps_label": spec["eps_label"], "repetition": rep, "n": problem.n, "d": problem.d,
-                   **UNITS[spec["track"]](problem, spec, rep), **prov, "timestamp_utc": utc_timestamp()}
-            done = {"rows": [flatten_record(row)], "curves": []}
+                   **fields, **prov, "timestamp_utc": utc_timestamp()}
+            done = {"rows": [flatten_record(row)], "curves": [], "ledger": _ledger(ledger, row, conversion)}
             save_checkpoint(unit, key, done)
         row = done["rows"][0]
         rows.append(row)
-        log.info("progress %d/%d repetitions: T=%s (%s) excess_loss=%.6g", k, len(reps),
-                 row["selected_iterations"], row["selected_variant"], row["excess_loss"])
-    frame = atomic_write_csv(rows_out, pd.DataFrame(rows))  # with its row count (dpnewton.io.check_csv)
+        ledgers.append(unit_ledger(done, unit))
+        log.info("progress %d/%d repetitions: T=%s (%s) excess_loss=%.6g%s", k, len(reps),
+                 row["selected_iterations"], row["selected_variant"], row["excess_loss"],
+                 " [from checkpoint]" if resumed else "")
+    write_ledger(ledger_path(rows_out) if ledger_out is None else ledger_out, ledgers)
+    frame = atomic_write_csv(rows_out, pd.DataFrame(rows))  # last, with its row count (dpnewton.io.check_csv)
     shutil.rmtree(partial, ignore_errors=True)
     return frame
+
+
+def _ledger(ledger: PrivacyLedger | None, row: dict, conversion: str) -> list[pd.DataFrame]:
+    """The ledger rows of one repetition's released model (none without one: K = 0)."""
+    if ledger is None:
+        return []
+    record = {"dataset": row["dataset"], "algorithm": row["method"], "conversion": conversion,
+              "epsilon": row["epsilon"], "seed": row["seed"], "iterations": row["selected_iterations"]}
+    return [ledger_frame(ledger, record, row["config_hash"])]
+
+
+#: the fix of a damaged track ledger: its rows file goes with it (the ledger is written first)
+LEDGER_FIX = ("delete it and {rows}, then run `snakemake {rows}` (the target before your other options): "
+              "rule run_track recomputes both")
+
+
+def read_track_ledger(rows_out: str | Path) -> pd.DataFrame:
+    """The privacy ledger of the track job whose rows file is ``rows_out``, verified
+    (:func:`dpnewton.io.read_parquet`): one row per release of each repetition's released model,
+    :data:`~dpnewton.pipeline.jobs.LEDGER_COLUMNS`."""
+    return read_parquet(ledger_path(rows_out), fix=LEDGER_FIX.replace("{rows}", str(rows_out)))
 
 
 # ---------------------------------------------------------------------------------------------

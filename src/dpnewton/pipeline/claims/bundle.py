@@ -8,14 +8,14 @@ written by hand, so a republication replaces the folder whole.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pandas as pd
 
-from ...io import atomic_path, atomic_write_text
+from ...io import atomic_path, atomic_write_text, read_json, read_parquet
 from ..figures import SPECS
+from ..tables import TABLE_FIX
 from .cost import cost_section, run_cost
 
 #: file name -> what it holds (the report's CSVs and the aggregate tables the bundle carries)
@@ -77,7 +77,13 @@ def readme(protocol: dict, runs: pd.DataFrame, cost: pd.DataFrame | None, files:
 def write_bundle(report_md: str, sources: list[str], protocol_json: str, runs_parquet: str, out_md: str,
                  out_dir: str, benchmarks: dict | None = None) -> list[str]:
     """Entry point of the rule: copy the report to ``out_md`` and ``sources`` (figures and tables) into
-    ``out_dir``, then write its README.md. Returns the names in the folder."""
+    ``out_dir``, then write its README.md from ``protocol_json``, ``runs_parquet`` and the
+    ``benchmarks`` files, all read verified before anything is written (:mod:`dpnewton.io`,
+    :func:`~dpnewton.pipeline.resources.read_benchmark`: a damaged one raises
+    :class:`~dpnewton.io.DamagedFileError`). Returns the names in the folder."""
+    protocol = read_json(protocol_json, TABLE_FIX)
+    runs = read_parquet(runs_parquet, TABLE_FIX)
+    cost = run_cost(benchmarks, protocol["variants"]) if benchmarks else None
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(out_md, suffix=".md") as tmp:
@@ -88,7 +94,5 @@ def write_bundle(report_md: str, sources: list[str], protocol_json: str, runs_pa
         with atomic_path(folder / name, suffix=Path(name).suffix) as tmp:
             shutil.copyfile(src, tmp)
         names.append(name)
-    protocol = json.loads(Path(protocol_json).read_text())
-    cost = run_cost(benchmarks, protocol["variants"]) if benchmarks else None
-    atomic_write_text(folder / "README.md", readme(protocol, pd.read_parquet(runs_parquet), cost, names))
+    atomic_write_text(folder / "README.md", readme(protocol, runs, cost, names))
     return sorted(names + ["README.md"])

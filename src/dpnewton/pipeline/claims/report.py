@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ...algorithms import ALGORITHMS
-from ...io import atomic_path, atomic_write_text
+from ...io import atomic_path, atomic_write_text, read_parquet
+from ..tables import read_table
 from ...privacy.neighbouring import BENCHMARK_RELATION
 from ..frontier import MEASURE_LABELS, members
 from .beyond import TARGETS, speed_misses, target_counts
@@ -392,18 +393,18 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     ``tracks``: the config's ``tracks`` section, when ``inputs['tracks']`` lists the track tables
     (private_selection, fixed_rule parquet files); ``benchmarks``: rule -> its jobs' benchmark files,
     for the run's cost (:mod:`.cost`)."""
-    runs = pd.read_parquet(inputs["runs"])
-    summary = pd.read_parquet(inputs["summary"])
-    best = pd.read_parquet(inputs["best"])
-    baseline = pd.read_parquet(inputs["baseline"])
-    curves = pd.read_parquet(inputs["best_curves"])
-    costs = pd.read_parquet(inputs["costs"])
+    runs = read_table(inputs["runs"])
+    summary = read_table(inputs["summary"])
+    best = read_table(inputs["best"])
+    baseline = read_table(inputs["baseline"])
+    curves = read_table(inputs["best_curves"])
+    costs = read_table(inputs["costs"])
     verdicts, extra = evaluate(runs, summary, best, baseline, curves, costs, claims)
     if inputs.get("frontier"):
-        extra["budget_winner"] = budget_winner(pd.read_parquet(inputs["frontier"]),
+        extra["budget_winner"] = budget_winner(read_table(inputs["frontier"]),
                                                claims["protocol_conversion"])
     if inputs.get("tracks"):
-        frames = pd.concat([pd.read_parquet(f) for f in inputs["tracks"]], ignore_index=True)
+        frames = pd.concat([read_parquet(f) for f in inputs["tracks"]], ignore_index=True)
         extra["tracks"] = tracks_comparison(frames, best, tracks or {}, claims["protocol_conversion"],
                                              baseline)
         extra["tracks_declared"] = tracks
