@@ -9,7 +9,7 @@ the claims config, epsilon 10, BLAS 1 thread, CPU time of the whole ``run_algori
 * ``every``: ``loss_iterates=None`` (every iterate 0..T);
 * ``curve``: ``loss_iterates=lambda T: curve_indices(T, 200)``.
 Both give the same models and, at the curve's points, the same loss bits (checked here and in
-tests/test_batching.py).
+tests/algorithms/test_batching.py).
 
     python benchmarks/loss_recording.py [--Ts 400 2400] [--repeats 3] [--datasets a1a protein]
 """

@@ -303,7 +303,7 @@ def write_doc(rows: list[dict], args, total_seconds: float, audited: list[str] |
         "release is where `wrong-sensitivity` is caught.",
         f"* **SOI canary** (`hess-clip-soi`, `qu-add-soi`, trace_frac 0.9 so that the trace release holds "
         f"27% of rho): the trace release is now excited (its mean moves by 1/(4(n+1)), checked in "
-        f"tests/test_audit.py). Correct lower bounds {lb('hess-clip-soi', 'trace-release')} / "
+        f"tests/audit/test_audit.py). Correct lower bounds {lb('hess-clip-soi', 'trace-release')} / "
         f"{lb('qu-add-soi', 'trace-release')} against the release's own claim "
         f"{part('hess-clip-soi', 'trace-release')}; `half-noise` (twice the release's mu) gives "
         f"{lb('hess-clip-soi', 'trace-release', 'half-noise')} / {lb('qu-add-soi', 'trace-release', 'half-noise')}. "
@@ -358,7 +358,7 @@ def write_doc(rows: list[dict], args, total_seconds: float, audited: list[str] |
         f"The output level is weaker still: sigma_out = {aop['sigma_out']:.2f} against theta^'s spread "
         f"{aop['sd_theta']:.2f} and the canary's shift {aop['shift_theta']:.3f} (mu {aop['none']['mu_output']:.2f} "
         f"correct, {aop['tenth-noise']['mu_output']:.2f} tenth-noise). AOP's calibration formulas are also "
-        "checked in tests/test_aop.py.",
+        "checked in tests/algorithms/test_aop.py.",
         f"* objpert (docs/algorithms.md §15; `objective-release` = theta^ = output - sigma_out xi_out, rebuilt and "
         f"checked against the tolerance {objp['gamma']:g}; claim eps_obj = {part('objpert', 'objective-release')}): "
         f"correct {lb('objpert', 'objective-release')}, half-noise {lb('objpert', 'objective-release', 'half-noise')}, "
@@ -392,13 +392,13 @@ def write_doc(rows: list[dict], args, total_seconds: float, audited: list[str] |
         "average of the projected iterates) has almost no power.",
         "* Damped Newton's step size uses the exact Hessian and gradient and is not private by design "
         "(docs/algorithms.md §4.1), so only its released gradient is a meaningful audit target; its Hessian release "
-        "(Frobenius sensitivity 1/(4n)) is covered by tests/test_sensitivity.py.",
+        "(Frobenius sensitivity 1/(4n)) is covered by tests/algorithms/test_sensitivity.py.",
         "* Not audited: dp-gd-oracle (DP-GD with a non-private choice of T), minibatch-hess-add and "
         "minibatch-qu-clip (see above), multi-iteration transcripts of the Newton methods and of cubic Newton "
         "(T > 1), the direction release at its worst case (see the SOI canary), cubic Newton at its default "
         "diameter (see above), and the subsampled methods at a power that could test the RDP accountant's "
         "tightness (that needs many more trials or a white-box audit of the accountant, which "
-        "tests/test_accountant.py covers against reference values).",
+        "tests/privacy/test_accountant.py covers against reference values).",
         "",
     ]
     DOC_PATH.parent.mkdir(parents=True, exist_ok=True)

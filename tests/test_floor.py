@@ -1,7 +1,7 @@
 """The Gaussian ridge floor F* (dpnewton.floor; docs/algorithms.md §8.1): brute force, Monte Carlo,
 limits, endpoints, zero eigenvalues, the CLI and the pipeline table/column.
 
-The pipeline test (marked slow) reuses tests/test_determinism.py's session reference run (a 4-job
+The pipeline test (marked slow) reuses tests/workflow/test_determinism.py's session reference run (a 4-job
 config up to rule aggregate), so in a full session it costs nothing extra; alone it takes ~1 min.
 """
 
@@ -269,7 +269,7 @@ def test_fig2_has_the_floor_line(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_pipeline_floor_table_and_best_t_column(tmp_path_factory):
-    from test_determinism import reference_run
+    from tests.workflow.test_determinism import reference_run
 
     from dpnewton.problems import load_problem_from_prepared
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_config_errors import _env
+from tests.pipeline.test_config_errors import _env
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
@@ -119,7 +119,7 @@ sys.meta_path.insert(0, _NoDpnewton())
 def test_parse_without_the_package_names_the_fix(tmp_path):
     """Without the package (a sitecustomize on PYTHONPATH blocks ``import dpnewton``), the workflow
     still parses (--lint, --list-rules); building the DAG stops with the install command.
-    tests/test_parse_without_package.py checks the same in a venv without numpy as well."""
+    tests/workflow/test_parse_without_package.py checks the same in a venv without numpy as well."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(BLOCKER)
@@ -167,3 +167,13 @@ def test_python_lines_fit_the_line_length():
             for path in paths
             for i, line in enumerate(path.read_text().splitlines(), start=1) if len(line) > limit]
     assert not long, f"lines longer than {limit} characters:\n" + "\n".join(long)
+
+
+def test_tests_mirror_the_package():
+    """tests/<name>/ holds the tests of src/dpnewton/<name>/ (tests/workflow/: the end-to-end runs of the
+    workflow; tests/cluster/: the SLURM profile); tests/ itself those of the top-level modules."""
+    packages = {p.name for p in (REPO / "src" / "dpnewton").iterdir() if (p / "__init__.py").exists()}
+    folders = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - {"workflow", "cluster"} <= packages, sorted(folders - packages)
+    for folder in folders - {"workflow", "cluster"}:
+        assert list((REPO / "tests" / folder).glob("test_*.py")), folder

@@ -3,7 +3,7 @@
 # The workflow parses with the standard library and Snakemake alone (yaml comes with Snakemake): the
 # dpnewton package is imported only inside the functions below, which Snakemake calls when it builds
 # the DAG. So `snakemake --lint` and `--list-rules` work without the package
-# (tests/test_parse_without_package.py); building the DAG (a run, -n, --dag, --report) needs it in
+# (tests/workflow/test_parse_without_package.py); building the DAG (a run, -n, --dag, --report) needs it in
 # the Python that runs Snakemake, and without it plan() stops with the install command.
 import functools
 import importlib

@@ -134,7 +134,7 @@ def clipped_inverse(B: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
 
     One ``eigh`` (the driver :func:`.newton_direction.modified_newton_direction` uses), then
     P^-1 = V diag(1/max(v, lambda)) V^T; ``P^-1 g`` equals ``modified_newton_direction(B, g, lam, "clip")``
-    (tests/test_precond.py), but the factor is computed once and each step is one matrix-vector product.
+    (tests/algorithms/test_precond.py), but the factor is computed once and each step is one matrix-vector product.
     """
     if not lam > 0:
         raise ValueError(f"lambda={lam!r} must be > 0")

@@ -38,7 +38,7 @@ RDP of the selection (Q is (lambda, eps(lambda))-RDP)
       Steinke 2020, Prop. 12, the conversion ``cks`` of :mod:`.conversions`); the minimiser solves
       (2a - 1) rho + log(1 - 1/a) = eps_hat.
       The bound needs mu >= 1 (as dp-accounting requires): for mu < 1 log(mu)/(lambda - 1) < 0 and
-      the bound can fall below the true divergence (tests/test_private_selection.py shows a case).
+      the bound can fall below the true divergence (tests/privacy/test_private_selection.py shows a case).
     Both statements agree with dp-accounting's ``RepeatAndSelectDpEvent`` (RDP accountant,
     ``_compute_rdp_repeat_and_select``), which the tests use as a cross-check on its order grid.
 
@@ -55,7 +55,7 @@ Calibration
     Every candidate, score included, must be rho-zCDP: its optimizer gets (1 - score_frac) rho and
     its private score score_frac rho (:mod:`dpnewton.tuning`).
 
-The exact verification: tests/test_private_selection.py enumerates the output distribution of the
+The exact verification: tests/privacy/test_private_selection.py enumerates the output distribution of the
 whole selection over small discrete base mechanisms (randomized response, 3-output mechanisms)
 and checks that the exact Renyi divergence never exceeds these bounds.
 """

@@ -44,8 +44,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_determinism import REPO, table_differences
-from workflow_helpers import check_complete, check_outputs, kill_group, ran, result_files, run, start, unlock
+from tests.workflow.test_determinism import REPO, table_differences
+from tests.workflow.workflow_helpers import (check_complete, check_outputs, kill_group, ran, result_files, run, start,
+                                             unlock)
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """Compute-budget frontier (dpnewton.pipeline.frontier): known answers on hand-made tables, the
 pass-equivalent accounting, the crossover rule, and one tiny pipeline run (the session's reference
-run of tests/test_determinism.py) that produces the table and Figure 6."""
+run of tests/workflow/test_determinism.py) that produces the table and Figure 6."""
 
 from __future__ import annotations
 
@@ -212,7 +212,7 @@ def test_claims_section_from_frontier():
 
 @pytest.mark.slow
 def test_pipeline_table_and_figure(tmp_path_factory):
-    from test_determinism import REPO, env, reference_run, snakemake_cmd
+    from tests.workflow.test_determinism import REPO, env, reference_run, snakemake_cmd
 
     ref = reference_run(tmp_path_factory)
     table = pd.read_parquet(ref / "results" / "tables" / "frontier.parquet")

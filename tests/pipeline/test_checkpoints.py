@@ -6,7 +6,7 @@ round and run again must compute only the units it had not finished, and its tab
 of an uninterrupted job (update times aside, which are measured, not computed), as must those of
 jobs of one seed each; a unit checkpointed in the format from before the digest and the ledger is
 still resumed (its runs then have no ledger rows). Checkpoints of another spec and unreadable files
-must be recomputed, never trusted (a unit that fails its digest: tests/test_damaged_files.py). The
+must be recomputed, never trusted (a unit that fails its digest: tests/pipeline/test_damaged_files.py). The
 job's privacy ledger has one row per release, and per run sums to the row's ledger total.
 """
 

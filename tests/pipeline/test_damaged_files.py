@@ -11,7 +11,7 @@ the same tables; for the optimum without rerunning the jobs that read it (the re
 byte-identical, so Snakemake's input checksums match).
 
 Measured on the shared 2-core machine at load 2-5: the 10 unit tests 13 s; the 2 workflow tests
-51 s, of which about 25 s is the reference run of tests/test_determinism.py (made once per session,
+51 s, of which about 25 s is the reference run of tests/workflow/test_determinism.py (made once per session,
 shared when run together).
 """
 
@@ -37,7 +37,7 @@ from dpnewton.pipeline import aggregate as agg
 from dpnewton.pipeline import jobs, resources, tables, timing, tracks
 from dpnewton.pipeline.claims.bundle import write_bundle
 from dpnewton.problems import compute_optimum, load_problem_from_prepared, optimum_fix, optimum_paths
-from test_determinism import REPO, env, reference_run, snakemake_cmd, table_differences
+from tests.workflow.test_determinism import REPO, env, reference_run, snakemake_cmd, table_differences
 
 RUN_FIX = "rule run_job recomputes it"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NAME = "toy-heavy-ball"
 
 PLUGIN = '''

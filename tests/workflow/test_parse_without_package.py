@@ -20,7 +20,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
 INSTALL_HINT = f"pip install --no-deps {REPO}"
 

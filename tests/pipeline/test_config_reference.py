@@ -15,7 +15,7 @@ from dpnewton.pipeline import config_reference
 from dpnewton.pipeline.schema import fill_defaults, load_schema
 from dpnewton.privacy import CONVERSIONS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = REPO / "config" / "README.md"
 SCHEMA = load_schema()
 

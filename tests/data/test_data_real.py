@@ -12,7 +12,7 @@ import pytest
 
 from dpnewton.data import DATASETS, DatasetError, load_prepared, prepare
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 FMNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from dpnewton.data import DatasetError, prepare
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
 
 def _fails(tmp_path, content, match, name="bad.csv", binary=False, **opts):

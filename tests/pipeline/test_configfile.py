@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_config_errors import TINY, _env
+from tests.pipeline.test_config_errors import TINY, _env
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RUN_PATH = re.compile(r"results/runs/([^/\s]+)/([^/\s]+)/")
 
 

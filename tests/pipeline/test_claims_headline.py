@@ -111,6 +111,6 @@ def test_section_and_readme_sync(tmp_path):
 
 def test_readme_carries_the_published_in_short():
     """The README's numbers are the published run's: its block equals figures/claims.md's section."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     report = (root / "figures" / "claims.md").read_text()
     assert hl.readme_copy((root / "README.md").read_text()) == hl.section(report)

@@ -2,7 +2,7 @@
 
 Checks the held-out table and Figure 7, that runs, optimum, excess loss and timing used the
 training split only, and recomputes the held-out numbers independently (from the prepared file,
-the saved optimum and replayed runs). Select with ``pytest -m slow tests/test_holdout_pipeline.py``.
+the saved optimum and replayed runs). Select with ``pytest -m slow tests/workflow/test_holdout_pipeline.py``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import yaml
 from dpnewton.experiment import run_algorithm
 from dpnewton.holdout import holdout_split
 from dpnewton.loss import LogisticProblem
-from tests.test_determinism import PIPELINE_CONFIG
-from tests.test_pipeline import snakemake
+from tests.workflow.test_determinism import PIPELINE_CONFIG
+from tests.workflow.test_pipeline import snakemake
 
 pytestmark = pytest.mark.slow
 

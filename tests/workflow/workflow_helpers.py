@@ -21,7 +21,7 @@ import pandas as pd
 from dpnewton import io
 from dpnewton.pipeline.jobs import checkpoint_body
 from dpnewton.pipeline.resources import read_benchmark
-from test_determinism import REPO, env
+from tests.workflow.test_determinism import REPO, env
 
 Command = Callable[..., list[str]]
 

@@ -5,7 +5,7 @@ interruption"): ``snakemake --unlock`` with the run's options (the killed run le
 same ``snakemake`` command again (``rerun-incomplete`` comes from profiles/default). No test uses
 ``--nolock`` or passes ``--rerun-incomplete`` itself.
 
-``test_sigkill_and_resume_reproduces_tables``: the tiny config of ``tests/test_determinism.py`` is
+``test_sigkill_and_resume_reproduces_tables``: the tiny config of ``tests/workflow/test_determinism.py`` is
 started, and resumed, up to three times, and each time the whole process group (Snakemake and the job
 processes it started) is SIGKILLed a seeded random delay after a ``run_job`` job has started; a last
 resume completes it. Checks:
@@ -26,7 +26,7 @@ reruns exactly the run jobs that had not finished (the finished ones keep their 
 same modification time) and ends with the reference tables.
 
 Measured on the shared 2-core machine at load 2-5: 2 min 16 s for both tests, of which about 25 s
-is the reference run (made once per session, shared with tests/test_determinism.py).
+is the reference run (made once per session, shared with tests/workflow/test_determinism.py).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from pathlib import Path
 
 import pytest
 
-from test_determinism import (N_ROWS_PER_JOB, PIPELINE_CONFIG, REPO, env, reference_run, snakemake_cmd,
+from tests.workflow.test_determinism import (N_ROWS_PER_JOB, PIPELINE_CONFIG, REPO, env, reference_run, snakemake_cmd,
                               table_differences, write_config)
-from workflow_helpers import check_outputs, kill_group, result_files, run, start, unlock
+from tests.workflow.workflow_helpers import check_outputs, kill_group, result_files, run, start, unlock
 
 pytestmark = pytest.mark.slow
 

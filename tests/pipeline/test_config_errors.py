@@ -37,7 +37,7 @@ from dpnewton.pipeline.config import load_config
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED_A1A = REPO.parent / "shared" / "datasets" / "a1a" / "a1a.t"
 
 # Targets: a config error must stop before anything runs; a data error must stop in prepare_data.

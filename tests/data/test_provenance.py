@@ -20,9 +20,9 @@ import pytest
 
 from dpnewton.pipeline import jobs
 from dpnewton.problems import file_sha256
-from tests.test_determinism import reference_run
+from tests.workflow.test_determinism import reference_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ROW_COLUMNS = ["config_hash", "package_version", "git_revision", "python_version", "numpy_version",
                "scipy_version", "dp_accounting_version", "snakemake_version", "cpu_model", "cpu_count",
                "platform", "blas_vendor", "blas_version", "blas_threads", "dataset_sha256", "timestamp_utc"]

@@ -21,7 +21,7 @@ of ``protocol.json``) must be identical: CSV fields are compared as the exact st
 parquet frames with ``check_exact=True``.
 
 The uninterrupted reference run (:func:`reference_run`) is made once per session and reused by
-``tests/test_fault_tolerance.py``. The pipeline is run up to rule ``aggregate`` (all tables); the
+``tests/workflow/test_fault_tolerance.py``. The pipeline is run up to rule ``aggregate`` (all tables); the
 figures are not compared (PDF/PNG metadata and rendering are not meant to be byte-stable).
 """
 
@@ -43,7 +43,7 @@ from dpnewton.pipeline.jobs import HOST_COLUMNS
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # A cut-down config/test.yaml: one small synthetic dataset, four algorithms (first-order, minibatch,
 # both double-noise flavours), one epsilon (stored curves), two seeds, two Ts -> 4 run_job jobs.

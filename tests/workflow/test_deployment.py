@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENV = REPO / "envs" / "dpnewton.yaml"
 POST_DEPLOY = REPO / "envs" / "dpnewton.post-deploy.sh"
 

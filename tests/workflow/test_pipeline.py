@@ -1,6 +1,6 @@
 """End-to-end test of the Snakemake pipeline on config/test.yaml (tiny grids), in a tmp dir.
 
-Select with ``pytest -m slow tests/test_pipeline.py`` (or ``-k pipeline``); takes about 1-2 minutes
+Select with ``pytest -m slow tests/workflow/test_pipeline.py`` (or ``-k pipeline``); takes about 1-2 minutes
 on 2 cores. Uses a1a from ../shared/datasets when present (optional dataset), synthetic always.
 """
 
@@ -19,7 +19,7 @@ from dpnewton.pipeline.claims.bundle import TABLES
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIG = REPO / "config" / "test.yaml"
 SHARED_A1A = REPO.parent / "shared" / "datasets" / "a1a" / "a1a.t"
 

@@ -20,9 +20,9 @@ import yaml
 from snakemake.cli import parse_config
 
 from dpnewton.pipeline.schema import coerce_cli_values
-from tests.test_config_errors import TINY, _env
+from tests.pipeline.test_config_errors import TINY, _env
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 
 

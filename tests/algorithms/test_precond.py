@@ -188,7 +188,7 @@ def test_bad_hyper_values_raise(toy_problem, hyper, match):
         run_algorithm(toy_problem, "toy", ALG, 1.0, [0], [2], hyper=hyper)
 
 
-# ---- empirical audit (tests/test_audit.py style, CI-sized) -----------------------------------------
+# ---- empirical audit (tests/audit/test_audit.py style, CI-sized) -----------------------------------------
 def _rows(name, broken, trials):
     return {r.level: r for r in audit_mechanism(name, trials=trials, epsilon=EPS, broken=broken, seed=1)}
 

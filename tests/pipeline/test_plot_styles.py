@@ -11,7 +11,7 @@ from dpnewton.pipeline.config import load_config
 from dpnewton.pipeline.figures import drawn_names, style_order
 from dpnewton.pipeline.plan import expand
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_twenty_methods_get_twenty_distinct_styles():

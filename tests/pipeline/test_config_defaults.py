@@ -22,7 +22,7 @@ from dpnewton.pipeline import config as pc
 from dpnewton.pipeline.figures import FIGURES
 from dpnewton.privacy import CONVERSIONS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 CONFIGS = ["config.yaml", "test.yaml", "paper.yaml", "claims.yaml"]
 

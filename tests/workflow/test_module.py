@@ -3,7 +3,7 @@
 A scratch directory gets a three-statement Snakefile that loads ``workflow/Snakefile`` of this
 checkout by its local path (``module dpnewton: snakefile: ...; config: config`` and
 ``use rule * from dpnewton as dpnewton_*``) with the ``.test`` config. Its run must give the same
-tables as the direct run of the same config (compared as ``tests/test_determinism.py`` does:
+tables as the direct run of the same config (compared as ``tests/workflow/test_determinism.py`` does:
 timing and host columns aside), and its rows must name this checkout's git revision and version.
 """
 
@@ -16,11 +16,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.test_determinism import env, table_differences
+from tests.workflow.test_determinism import env, table_differences
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
 
 HOST_SNAKEFILE = f'''configfile: "{TEST_CONFIG}"
