@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..algorithms import get_algorithm
 from ..experiment import run_algorithm
 from ..loss import LogisticProblem
 from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION
@@ -87,7 +88,7 @@ def released_statistics(algorithm: str, side: int, fits: int, variant: str = "no
     for start in range(0, fits, chunk):
         count = min(chunk, fits - start)
         seeds = [None] * count if first_seed is None else list(range(first_seed + start, first_seed + start + count))
-        if level == "likelihood-ratio" and algorithm != "objpert":
+        if level == "likelihood-ratio" and get_algorithm(algorithm).iterative:   # releases; one-shot: weights
             out.append(release_log_ratios(algorithm, pair, side, seeds, relation, factor * epsilon, delta))
             continue
         runs = run_algorithm(pair[side], DATASET, algorithm, factor * epsilon, seeds, [ITERATIONS], delta=delta,
