@@ -49,6 +49,7 @@ SECTIONS = [
      "9. Pass equivalents: Gram and eigendecomposition costs in gradient passes (the frontier's pass count)"),
     ("selection_clip", "10. Private selection: the clip C of the private score, on public synthetic data"),
     ("loss_recording", "11. Loss recording: every iterate's loss vs only the curve's points (batched DP-GD)"),
+    ("float32", "12. float32 products: pass speed and the shift of mean excess losses per method and dataset"),
 ]
 
 

@@ -23,6 +23,7 @@ from .algorithms import get_algorithm
 from .experiment import DEFAULT_CONVERSION, check_run, result_record, run_algorithm
 from .floor import SHORT_LABEL, dataset_floor
 from .io import to_json
+from .loss import PRECISIONS
 from .model import SUFFIXES, LinearModel
 from .privacy import CONVERSIONS, check_epsilon_delta, epsilon_to_rho
 from .privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_DELTA, LIBRARY_RELATION, RELATIONS, resolve_delta
@@ -164,7 +165,7 @@ def _cmd_run(args) -> int:
     prepared = prepare_source(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
                               cache_dir=args.cache_dir, **layout)
     _check_run_memory(args.algorithm, args.iterations, prepared.n, prepared.d)
-    problem = load_problem_from_prepared(prepared.path)
+    problem = load_problem_from_prepared(prepared.path, precision=args.precision)
     name = args.dataset or "custom"
     (res,) = run_algorithm(problem, name, args.algorithm, args.epsilon, [args.seed], [args.iterations],
                            delta=args.delta, conversion=args.conversion, hyper=hyper,
@@ -309,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="fixed seed, for benchmarking only (the noise becomes predictable); "
                           "default: fresh OS entropy")
     run.add_argument("--conversion", default=DEFAULT_CONVERSION, choices=CONVERSIONS)
+    run.add_argument("--precision", default="float64", choices=tuple(PRECISIONS),
+                     help="float32: Z and the optimizer's products in float32; losses, optimum and noise stay "
+                          "float64 (default float64)")
     run.add_argument("--hyper", action="append", default=[], metavar="KEY=VALUE",
                      help="algorithm hyper-parameter, repeatable (e.g. grad_frac=0.7)")
     run.add_argument("--data-dir", default=None, help="folder with local copies of the source files")

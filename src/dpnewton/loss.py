@@ -19,11 +19,26 @@ For a stack of runs each run gets its own matrix-vector product per block, so a 
 bits never depend on how many runs share the batch, while the block of Z is read from memory once
 for all of them. The Newton methods fuse the gradient and the SOI into one such pass.
 
-Z may also be a ``scipy.sparse`` matrix (kept as CSR float64 with sorted indices,
-:attr:`LogisticProblem.is_sparse`); it is never made dense. Its passes are sparse products:
+Z may also be a ``scipy.sparse`` matrix (kept as CSR with sorted indices, values in the problem's
+precision, :attr:`LogisticProblem.is_sparse`); it is never made dense. Its passes are sparse products:
 margins Z W^T, gradients Z^T S with S = sigma(-M), and the Gram matrix R^T R with R = diag(sqrt(c)) Z,
 whose d x d result alone is made dense. Each output column of a CSR/CSC product with a stack is
 accumulated on its own, so a run's bits again do not depend on the other runs of its batch.
+
+Precision (``precision=``, :data:`PRECISIONS`). ``"float64"`` (the default) is the code as it always
+was: every product, loss and result in float64, bit for bit. ``"float32"`` stores Z (dense, or the
+CSR values) in float32, each entry rounded toward zero so that no row norm grows (||z_i|| <= 1 still
+holds exactly), and makes every product with Z a float32 BLAS (or sparse) product: the margins Z w,
+the gradients Z^T r and the Gram/SOI passes, with w, r and sqrt(c) rounded to float32 on the way
+in. Every result is cast up to float64 before it leaves the problem (per-block gradient and Gram
+sums accumulate in float64), so the algorithms' clipping, noise and ledgers are float64: the same
+random draws and rho, the same sigmas where they are fixed by rho and a constant sensitivity (those
+set from released values, such as a double-noise direction's, follow those values). The loss terms
+log(1 + exp(-m)) and their means are float64, evaluated on the (cast-up) float32 margins; the
+optimum (w*, loss*) is the float64 problem's (:meth:`LogisticProblem.with_precision` carries it
+over). So a float32 iterate's excess loss carries the float32 rounding of its margins and of Z
+(relative ~6e-8 per element), and a float32 run's trajectory differs from float64's by the rounding
+of its products; benchmarks/float32.py measures both against the spread over seeds.
 """
 
 from __future__ import annotations
@@ -33,20 +48,44 @@ import scipy.sparse as sp
 from scipy import special
 from scipy.linalg import blas
 
+PRECISIONS = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32)}
+"""Storage and product precision of Z -> its dtype (see the module docstring)."""
 FIRST_ORDER_BLOCK_BYTES = 1 << 18
 """Block size of the stacked first-order pass: every run of a batch re-reads the block from cache."""
 GRAM_BLOCK_BYTES = 1 << 20
 """Block size of the Gram (SOI) pass: larger blocks make each SYRK call more efficient."""
 
 
-def row_block(d: int, block_bytes: int = FIRST_ORDER_BLOCK_BYTES) -> int:
-    """Rows per block of a pass over Z: about ``block_bytes`` of float64, 128 to 8192 rows.
+def row_block(d: int, block_bytes: int = FIRST_ORDER_BLOCK_BYTES, itemsize: int = 8) -> int:
+    """Rows per block of a pass over Z: about ``block_bytes`` of Z (``itemsize`` bytes per element:
+    8 float64, 4 float32), 128 to 8192 rows.
 
-    Fixed per (d, pass), so the summation order of every product (and hence every bit) is a
-    property of the data shape, not of the batch. Block sizes were chosen by measurement
+    Fixed per (d, pass, precision), so the summation order of every product (and hence every bit)
+    is a property of the data shape, not of the batch. Block sizes were chosen by measurement
     (benchmarks/README.md).
     """
-    return int(min(8192, max(128, block_bytes // (8 * d))))
+    return int(min(8192, max(128, block_bytes // (itemsize * d))))
+
+
+def check_precision(precision) -> np.dtype:
+    """The dtype of ``precision`` (a key of :data:`PRECISIONS`); ValueError naming the choices."""
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r} is unknown; choose {' or '.join(PRECISIONS)}")
+    return PRECISIONS[precision]
+
+
+def toward_zero_float32(a: np.ndarray) -> np.ndarray:
+    """``a`` (float64) as float32 with every entry rounded toward zero: |out_i| <= |a_i|, so no row
+    norm of Z grows and the unit-ball bound of the privacy analysis holds for the stored rows.
+    Worked in chunks of 2^20 entries (no n x d float64 temporary)."""
+    flat = np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
+    out = flat.astype(np.float32)
+    chunk = 1 << 20
+    for i in range(0, flat.size, chunk):
+        o = out[i:i + chunk]
+        grew = np.abs(o) > np.abs(flat[i:i + chunk])  # float32 values are exact in float64
+        o[grew] = np.nextafter(o[grew], np.float32(0.0))
+    return out.reshape(np.shape(a))
 
 
 def logistic_loss_terms(m: np.ndarray) -> np.ndarray:
@@ -90,6 +129,18 @@ def _as_csr(A) -> sp.csr_matrix:
     return A
 
 
+def _stored(Z, dtype: np.dtype):
+    """Z (dense, or CSR with sorted indices) with its values in ``dtype``: Z itself for float64,
+    float32 values rounded toward zero (:func:`toward_zero_float32`)."""
+    if Z.dtype == dtype:
+        return Z
+    if dtype == np.float64:
+        return Z.astype(np.float64)
+    if sp.issparse(Z):
+        return sp.csr_matrix((toward_zero_float32(Z.data), Z.indices.copy(), Z.indptr.copy()), shape=Z.shape)
+    return toward_zero_float32(Z)
+
+
 def _row_ids(A: sp.csr_matrix) -> np.ndarray:
     """The row of every stored entry of the CSR matrix A (aligned with ``A.data``)."""
     return np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
@@ -126,10 +177,13 @@ class LogisticProblem:
 
     Build it with :meth:`from_xy` (projects rows) or directly from an existing Z, dense or
     ``scipy.sparse`` (stored as CSR; :attr:`is_sparse`). ``optimum`` (w*, loss*) may be attached
-    for excess-loss evaluation.
+    for excess-loss evaluation. ``precision`` is ``"float64"`` (default: bit-identical to the code
+    without the option) or ``"float32"`` (float32 Z and products, float64 results, losses, optimum
+    and noise; module docstring). Rows are checked against the unit ball in float64, before any cast.
     """
 
-    def __init__(self, Z, name: str = "data"):
+    def __init__(self, Z, name: str = "data", precision: str = "float64"):
+        dtype = check_precision(precision)
         Z = _as_csr(Z) if sp.issparse(Z) else np.ascontiguousarray(Z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[0] == 0 or Z.shape[1] == 0:
             raise ValueError(f"Z must be a non-empty 2-D array, got shape {Z.shape}")
@@ -147,13 +201,16 @@ class LogisticProblem:
         if norms.max() > 1.0 + 1e-12:
             raise ValueError(f"rows of Z must lie in the unit ball; max norm is {norms.max():.6g} "
                              f"(row {int(norms.argmax())})")
-        self._attach(Z, name, work=None)
+        self._attach(_stored(Z, dtype), name, work=None)
 
     def _attach(self, Z: np.ndarray, name: str, work: np.ndarray | None) -> None:
-        """Set every field; the one place that lists them (shared by __init__ and :meth:`batch`)."""
+        """Set every field; the one place that lists them (shared by __init__, :meth:`batch` and
+        :meth:`with_precision`)."""
         self.Z = Z
-        #: Z is a scipy.sparse CSR matrix (float64, sorted indices): passes are sparse products
+        #: Z is a scipy.sparse CSR matrix (float64 or float32 values, sorted indices): passes are sparse products
         self.is_sparse = sp.issparse(Z)
+        #: "float64" or "float32": the dtype of Z and of every product with it (:data:`PRECISIONS`)
+        self.precision = "float32" if Z.dtype == np.float32 else "float64"
         self.name = name
         self.n, self.d = Z.shape
         self.w_opt: np.ndarray | None = None
@@ -170,14 +227,37 @@ class LogisticProblem:
         sub._attach(self.Z[rows], self.name, work=None if self.is_sparse else self._gram_buffer())
         return sub
 
+    def with_precision(self, precision: str) -> "LogisticProblem":
+        """This problem with Z stored (and every product made) in ``precision``, its optimum (w*,
+        loss*, float64) carried over unchanged; the problem itself if it already has that precision.
+
+        float32 rounds each entry toward zero (:func:`toward_zero_float32`); float64 casts up exactly.
+        """
+        dtype = check_precision(precision)
+        if precision == self.precision:
+            return self
+        out = object.__new__(LogisticProblem)
+        out._attach(_stored(self.Z, dtype), self.name, work=None)
+        out.w_opt, out.loss_opt = self.w_opt, self.loss_opt
+        return out
+
     def _gram_buffer(self) -> np.ndarray:
         """The reused (block x d) buffer of :meth:`_gram_pass`, shared with this problem's batches."""
         if self._work is None:
-            self._work = np.empty((row_block(self.d, GRAM_BLOCK_BYTES), self.d))
+            dtype = self.Z.dtype
+            self._work = np.empty((row_block(self.d, GRAM_BLOCK_BYTES, dtype.itemsize), self.d), dtype=dtype)
         return self._work
 
+    def _in(self, a: np.ndarray) -> np.ndarray:
+        """An operand of a product with Z in Z's precision (``a`` itself in float64 mode)."""
+        return a if self.precision == "float64" else np.asarray(a, dtype=np.float32)
+
+    def _out(self, a):
+        """A product with Z as float64 (``a`` itself in float64 mode)."""
+        return a if self.precision == "float64" else np.asarray(a, dtype=np.float64)
+
     @classmethod
-    def from_xy(cls, X, y: np.ndarray, name: str = "data") -> "LogisticProblem":
+    def from_xy(cls, X, y: np.ndarray, name: str = "data", precision: str = "float64") -> "LogisticProblem":
         """z_i = y_i x_i / max(1, ||x_i||) (docs/algorithms.md §1.2: per-row projection onto the unit ball).
 
         X is dense or ``scipy.sparse`` (then Z is sparse too, with X's pattern). ||x_i|| is the plain
@@ -185,7 +265,9 @@ class LogisticProblem:
         (||x_i|| > ~1.3e154, far outside the ball) the row is projected through its scaled copy,
         z_i = y_i u_i / ||u_i|| with u_i = x_i / max_j |x_ij| (:func:`_scaled_rows`), so it has
         norm 1 instead of collapsing to 0. A row with NaN or inf raises ValueError naming it.
+        The projection is float64; ``precision`` is then that of the constructor.
         """
+        check_precision(precision)
         sparse = sp.issparse(X)
         X = _as_csr(X) if sparse else np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
@@ -216,9 +298,11 @@ class LogisticProblem:
             Z = factor[:, None] * X
             if overflow.size:
                 Z[overflow] = projected.reshape(overflow.size, -1)
-        return cls(Z, name=name)
+        return cls(Z, name=name, precision=precision)
 
     def set_optimum(self, w_opt: np.ndarray, loss_opt: float | None = None) -> None:
+        """Attach (w*, loss*); loss* defaults to l(w*). On a float32 problem pass the float64 problem's
+        loss* (or attach the optimum there and use :meth:`with_precision`): l(w*) here has float32 products."""
         self.w_opt = np.asarray(w_opt, dtype=np.float64)
         self.loss_opt = float(self.loss(self.w_opt)) if loss_opt is None else float(loss_opt)
 
@@ -234,18 +318,19 @@ class LogisticProblem:
         Sparse Z: Z w, or Z W^T in one CSR product (row i of the output accumulates the entries of
         z_i in index order, separately for every column), again the same bits whatever the stack.
         """
+        w = self._in(w)
         if w.ndim == 1:
-            return self.Z @ w
+            return self._out(self.Z @ w)
         if self.is_sparse:
-            return self.Z @ w.T
+            return self._out(self.Z @ w.T)
         n = self.n
-        Mt = np.empty((w.shape[0], n))
-        block = row_block(self.d)
+        Mt = np.empty((w.shape[0], n), dtype=self.Z.dtype)
+        block = row_block(self.d, itemsize=self.Z.dtype.itemsize)
         for a in range(0, n, block):
             Zb = self.Z[a:a + block]
             for j in range(w.shape[0]):
                 np.dot(Zb, w[j], out=Mt[j, a:a + block])
-        return Mt.T
+        return self._out(Mt.T)
 
     # ---- loss and gradient ------------------------------------------------------------------
     @staticmethod
@@ -272,7 +357,7 @@ class LogisticProblem:
         on d and the number of points. Sparse Z: chunks of 8 points, margins (Z W_c^T)^T (n x 8:
         a quarter of a dense Z's size could be far more than the sparse Z).
         """
-        points = np.ascontiguousarray(points, dtype=np.float64)
+        points = np.ascontiguousarray(points, dtype=self.Z.dtype)
         chunk = 8 if self.is_sparse else int(min(256, max(8, self.d // 4)))
         out = np.empty(points.shape[0])
         for a in range(0, points.shape[0], chunk):
@@ -295,7 +380,7 @@ class LogisticProblem:
         """
         if self.n == 0:
             return np.zeros(self.d)
-        return -(self.Z.T @ special.expit(-m)) / self.n
+        return -self._out(self.Z.T @ self._in(special.expit(-m))) / self.n
 
     def margins_and_grads(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Z W^T (n, S), mean gradients (S, d)) of a stack of runs in one blocked pass over Z.
@@ -308,13 +393,14 @@ class LogisticProblem:
         only on its own w.
         """
         n, d = self.n, self.d
+        W = self._in(W)
         if self.is_sparse:
             M = self.Z @ W.T
             G = self.Z.T @ special.expit(-M)
-            return M, np.ascontiguousarray(-G.T) / n
-        Mt = np.empty((W.shape[0], n))
-        G = np.zeros((W.shape[0], d))
-        block = row_block(d)
+            return self._out(M), np.ascontiguousarray(-G.T, dtype=np.float64) / n
+        Mt = np.empty((W.shape[0], n), dtype=self.Z.dtype)
+        G = np.zeros((W.shape[0], d))  # float64 in both precisions: the block sums accumulate in it
+        block = row_block(d, itemsize=self.Z.dtype.itemsize)
         for a in range(0, n, block):
             Zb = self.Z[a:a + block]
             Zbt = Zb.T
@@ -322,7 +408,7 @@ class LogisticProblem:
                 m = Mt[j, a:a + block]
                 np.dot(Zb, W[j], out=m)
                 G[j] -= Zbt @ special.expit(-m)
-        return Mt.T, G / n
+        return self._out(Mt.T), G / n
 
     def grad(self, w: np.ndarray) -> np.ndarray:
         return self.grad_from_margins(self.margins(w))
@@ -336,17 +422,23 @@ class LogisticProblem:
         m_b = Z_b w are computed in the pass, c = SOI coefficient of m_b, and -Z_b^T sigma(-m_b)
         is accumulated while the block is in cache. Each block is scaled by sqrt(c) into a small
         reused buffer and accumulated with SYRK (upper triangle), so no copy of Z is made.
-        Returns (gram, gradient sum or None, margins or None). Sparse Z: :meth:`_sparse_gram_pass`.
+        float32: each block is one SSYRK of its own, added into the float64 sum (as are the
+        float32 gradient sums of the blocks). Returns (gram, gradient sum or None, margins or None).
+        Sparse Z: :meth:`_sparse_gram_pass`.
         """
         if self.is_sparse:
             return self._sparse_gram_pass(coef, w, kind)
         count, d = self.Z.shape
-        block = row_block(d, GRAM_BLOCK_BYTES)
+        dtype = self.Z.dtype
+        single = self.precision == "float32"
+        block = row_block(d, GRAM_BLOCK_BYTES, dtype.itemsize)
         work = self._gram_buffer()
         upper = np.zeros((d, d), order="F")
+        block_upper = np.zeros((d, d), dtype=dtype, order="F") if single else None
         fused = w is not None
+        w = self._in(w) if fused else None
         g = np.zeros(d) if fused else None
-        m = np.empty(count) if fused else None
+        m = np.empty(count, dtype=dtype) if fused else None
         soi_coefficient = SOI_COEFFICIENTS[kind] if fused else None
         for a in range(0, count, block):
             Zb = self.Z[a:a + block]
@@ -358,10 +450,14 @@ class LogisticProblem:
                 root = np.sqrt(soi_coefficient(m_b))
             else:
                 root = np.sqrt(coef[a:a + block])
-            np.multiply(Zb, root[:, None], out=scaled)
-            upper = blas.dsyrk(1.0, scaled.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
+            np.multiply(Zb, self._in(root)[:, None], out=scaled)
+            if single:
+                block_upper = blas.ssyrk(1.0, scaled.T, beta=0.0, c=block_upper, trans=0, lower=0, overwrite_c=1)
+                upper += block_upper
+            else:
+                upper = blas.dsyrk(1.0, scaled.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
         gram = np.triu(upper) + np.triu(upper, 1).T
-        return gram, g, m
+        return gram, g, self._out(m)
 
     def _sparse_gram_pass(self, coef: np.ndarray | None, w: np.ndarray | None, kind: str | None):
         """:meth:`_gram_pass` for sparse Z, with sparse products only.
@@ -369,16 +465,18 @@ class LogisticProblem:
         m = Z w and the gradient sum -Z^T sigma(-m) (given w; then c = SOI coefficient of m), and
         sum_i c_i z_i z_i^T = R^T R with R = diag(sqrt(c)) Z (Z's pattern, entries scaled): one
         sparse product of at most d x d entries, made dense, its upper triangle mirrored (exactly
-        symmetric, as the dense pass). Nothing of size n x d is formed.
+        symmetric, as the dense pass). Nothing of size n x d is formed. float32: float32 products, the
+        results cast up.
         """
         Z = self.Z
         g = m = None
         if w is not None:
-            m = Z @ w
-            g = -(Z.T @ special.expit(-m))
+            m = Z @ self._in(w)
+            g = -self._out(Z.T @ special.expit(-m))
             coef = SOI_COEFFICIENTS[kind](m)
-        R = sp.csr_matrix((Z.data * np.sqrt(coef)[_row_ids(Z)], Z.indices, Z.indptr), shape=Z.shape)
-        upper = np.triu((R.T @ R).toarray())
+            m = self._out(m)
+        R = sp.csr_matrix((Z.data * self._in(np.sqrt(coef))[_row_ids(Z)], Z.indices, Z.indptr), shape=Z.shape)
+        upper = np.triu(self._out((R.T @ R).toarray()))
         return upper + np.triu(upper, 1).T, g, m
 
     def weighted_gram(self, coef: np.ndarray) -> np.ndarray:

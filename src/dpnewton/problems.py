@@ -14,6 +14,10 @@ the fix; unlike a missing or stale cache it is not recomputed on the spot, becau
 the file belongs to rule optimum, whose readers Snakemake would otherwise rerun. The
 npz is byte-reproducible (:func:`dpnewton.io.atomic_write_npz`), so recomputing an optimum gives the
 same files and checksums, and Snakemake then reruns nothing that read them (docs/pipeline.md).
+
+The loaders take ``precision`` (:data:`dpnewton.loss.PRECISIONS`): the problem is built and its
+optimum computed or read in float64, then converted (:meth:`LogisticProblem.with_precision`), so a
+float32 problem carries the float64 w* and loss*; a holdout's test problem stays float64.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from .algorithms.optimum import find_optimum
 from .data import load_prepared, prepare
 from .holdout import heldout_metrics, holdout_fraction, holdout_label, split_problems
 from .io import DamagedFileError, atomic_write_json, atomic_write_npz, check_npz, file_sha256, read_json
-from .loss import LogisticProblem
+from .loss import LogisticProblem, check_precision
 
 
 def optimum_paths(prepared: Path, holdout: float | None = None) -> tuple[Path, Path]:
@@ -79,19 +83,21 @@ def compute_optimum(prepared: Path, out_npz: Path | None = None, out_json: Path 
     return summary
 
 
-def load_problem_from_prepared(prepared: Path, optimum: bool = True,
-                               holdout: float | None = None) -> LogisticProblem:
+def load_problem_from_prepared(prepared: Path, optimum: bool = True, holdout: float | None = None,
+                               precision: str = "float64") -> LogisticProblem:
     """The problem of a prepared file (its training split with a holdout), with the cached optimum
-    (recomputed if stale or missing)."""
-    return load_split_from_prepared(prepared, optimum, holdout)[0]
+    (recomputed if stale or missing), in ``precision``."""
+    return load_split_from_prepared(prepared, optimum, holdout, precision)[0]
 
 
-def load_split_from_prepared(prepared: Path, optimum: bool = True,
-                             holdout: float | None = None) -> tuple[LogisticProblem, LogisticProblem | None]:
+def load_split_from_prepared(prepared: Path, optimum: bool = True, holdout: float | None = None,
+                             precision: str = "float64") -> tuple[LogisticProblem, LogisticProblem | None]:
     """(training problem with the cached optimum, test problem), or (all rows, None) without a holdout.
 
-    A cached optimum is used only if it was computed from this prepared file (sha256) and split.
+    A cached optimum is used only if it was computed from this prepared file (sha256) and split. The
+    training problem is in ``precision`` with the float64 optimum; the test problem is float64.
     """
+    check_precision(precision)
     prepared = Path(prepared)
     fraction = holdout_fraction(holdout)
     data = load_prepared(prepared)
@@ -101,7 +107,7 @@ def load_split_from_prepared(prepared: Path, optimum: bool = True,
         if not optimum_is_current(npz, js, prepared, fraction):
             compute_optimum(prepared, holdout=fraction)
         problem.set_optimum(*read_optimum(npz, js))
-    return problem, test
+    return problem.with_precision(precision), test
 
 
 def optimum_fix(npz: Path, js: Path) -> str:
@@ -166,7 +172,9 @@ def prepare_source(dataset: str | None = None, data_file: str | None = None, dat
 
 
 def load_problem(dataset: str | None = None, data_file: str | None = None, data_dir: str | None = None,
-                 cache_dir: str = "resources/data", optimum: bool = True, **options) -> LogisticProblem:
-    """Prepare (or reuse) a named dataset or a user file, then load it as a problem."""
+                 cache_dir: str = "resources/data", optimum: bool = True, precision: str = "float64",
+                 **options) -> LogisticProblem:
+    """Prepare (or reuse) a named dataset or a user file, then load it as a problem in ``precision``."""
+    check_precision(precision)
     prepared = prepare_source(dataset, data_file, data_dir, cache_dir, **options)
-    return load_problem_from_prepared(prepared.path, optimum=optimum)
+    return load_problem_from_prepared(prepared.path, optimum=optimum, precision=precision)

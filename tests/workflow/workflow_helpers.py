@@ -115,7 +115,9 @@ def check_outputs(workdir: Path, expected: list[str], rows_per_job: int) -> list
     and complete (:func:`check_complete`); hidden files are only temporary ``.tmp`` files of killed
     writers; every run job's rows file has ``rows_per_job`` runs of two seeds, and its curves file
     has its runs. Returns the hidden leftovers."""
-    assert result_files(workdir) == sorted(expected)
+    found = result_files(workdir)
+    assert found == sorted(expected), {"unexpected": sorted(set(found) - set(expected)),
+                                       "missing": sorted(set(expected) - set(found))}
     leftovers = hidden_leftovers(workdir)
     assert all(Path(p).name.endswith(".tmp") for p in leftovers), leftovers
     for name in expected:

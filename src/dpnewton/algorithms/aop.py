@@ -116,8 +116,10 @@ def minimize_objective(problem: LogisticProblem, lam: float, b: np.ndarray, gamm
     ||z_i|| <= 1, H >= mu I; Nesterov 2004, section 4.1), so: full steps once M_f lambda < 1/4
     (quadratic convergence), before that backtracking (halving, Armijo constant 1/4) down to the
     damped step 1/(1 + M_f lambda), which decreases J on its own. The stopping norm is recomputed
-    with :func:`aop_objective`, the gradient the audit and the tests check.
+    with :func:`aop_objective`, the gradient the audit and the tests check. The solve is float64 whatever
+    the problem's precision (gamma = 1/n^2 is far below float32 rounding; float32 rows cast up exactly).
     """
+    problem = problem.with_precision("float64")
     n, d = problem.n, problem.d
     cap = MAX_NEWTON_ITERATIONS if max_iterations is None else max_iterations
     mu = lam / n

@@ -155,6 +155,7 @@ def constrained_regularised_optimum(problem: LogisticProblem, mu: float, radius:
     cache = _OPTIMA.setdefault(problem, {})
     key = (float(mu), float(radius))
     if key not in cache:
+        problem = problem.with_precision("float64")  # evaluation only: float64 whatever the run's precision
         w = _newton_regularised(problem, mu, np.zeros(problem.d))
         if np.linalg.norm(w) > radius:
             lo, hi = 0.0, 1.0

@@ -19,7 +19,7 @@ Writes (atomically, via :mod:`dpnewton.io`)
 
 The core is called once per grid round with every seed that is not checkpointed yet (one batch of
 seeds x |T| runs: the batched methods share each pass over Z among them), and progress is logged per
-seed. A run's bits do not depend on its batch (tests/test_batching.py), so its numbers do not depend
+seed. A run's bits do not depend on its batch (tests/algorithms/test_batching.py), so its numbers do not depend
 on how seeds are chunked into jobs or which units were resumed.
 
 Checkpoints: each (grid round, seed) unit's rows, curves and ledger are also written, atomically, to
@@ -109,7 +109,7 @@ def git_revision(source_dir: str | Path | None = None) -> str:
 def package_version(source_dir: str | Path | None = None) -> str:
     """The installed dpnewton's version; without an installed distribution, the ``version`` of the
     ``pyproject.toml`` beside ``source_dir`` (the workflow's checkout) or above this package."""
-    # imported on call, not bound at import: tests/test_provenance.py patches dpnewton.__version__
+    # imported on call, not bound at import: tests/data/test_provenance.py patches dpnewton.__version__
     from .. import __version__
 
     if not __version__.endswith("unknown"):
@@ -208,7 +208,8 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     is the workflow's checkout, whose git revision and version the rows record (:func:`provenance`).
     Returns the rows as written (with their ``file_rows`` column)."""
     t0 = time.perf_counter()
-    problem, test = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"))
+    problem, test = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"),
+                                             precision=spec.get("precision", "float64"))
     prov = provenance(spec, prepared, source_dir)
     Ts = [int(t) for t in spec["iterations"]]
     eps = float(spec["epsilon"])

@@ -6,6 +6,7 @@ determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``conf
 of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
 A ``holdout`` enters the specs (and the protocol) only when it is on, so the jobs of a config
 without one keep their hashes.
+Likewise ``precision`` enters the specs only when it is not float64.
 """
 
 from __future__ import annotations
@@ -263,6 +264,7 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
         fill_defaults(cfg)
     warnings: list[str] = []
     holdout = holdout_fraction(cfg.get("holdout"))   # no schema default on purpose (absent = off)
+    precision = cfg.get("precision", "float64")      # no schema default on purpose (absent = float64)
     data_dir = resolve_data_dir(cfg["data_dir"], base_dir)
     datasets, dropped = {}, {}
     for name, entry in cfg["datasets"].items():
@@ -338,6 +340,8 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
             }
             if holdout is not None:
                 spec["holdout"] = holdout
+            if precision != "float64":
+                spec["precision"] = precision
             jobs.append(Job(ds, alg, conv, e, label, spec))
     return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout, given)
 

@@ -1,0 +1,210 @@
+"""float32 where it is safe: per-pass speed and per-method accuracy of ``precision="float32"``.
+
+float32 mode (:mod:`dpnewton.loss`, module docstring): Z in float32 and every product with it in
+float32 BLAS, results cast up to float64; losses, the optimum (w*, loss*) and the noise stay float64.
+
+(a) Speed. Per dataset (a1a, adult, protein, fashion-mnist; random unit rows of the same shape where
+the data are not available offline) one float64 problem and its float32 twin
+(:meth:`LogisticProblem.with_precision`). Timed, interleaved in one process (common.interleaved,
+thread CPU time, BLAS on one thread): the blocked first-order pass (``margins_and_grads``) of 1 and
+of 8 runs, the Gram pass Z^T diag(c) Z (``weighted_gram``) and the fused Newton pass (``newton_pass``).
+Reported: medians per call and float64 / float32 (ratio of the medians and median of the paired
+per-repetition ratios).
+
+(b) Accuracy. For each method of :data:`METHODS` (entries of config/config.yaml: its algorithm and
+hyper-parameters, T = the largest T of its grid) on each dataset at each epsilon, the same seeds
+run under both precisions with ``dpnewton.experiment.run_algorithm`` (same identities, so the same
+noise draws). Per cell: the mean excess loss of the released model under each precision, their
+difference, the standard error of the float64 excess losses across seeds (ddof=1) and
+ratio = |difference| / s.e. Also: the largest per-seed |difference| (the seeds are paired: where it
+exceeds a tenth of the s.e. the two precisions' trajectories split, e.g. after a line search or a
+divergence takes another branch), the evaluation error (l of the released float32 w on the float32
+problem minus on the float64 problem) and the update-time ratio float64 / float32 (the library's
+timer on CPU time; runs of the two precisions alternate). Verdict per (method, dataset): float32 is
+safe if the ratio is < 0.1 at every epsilon, else keep float64 there.
+
+    python benchmarks/float32.py [--datasets a1a synthetic adult protein] [--seeds 8] [--skip-speed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+from threadpoolctl import threadpool_limits
+
+import common
+from dpnewton.algorithms import ALGORITHMS
+from dpnewton.experiment import last_iterate_only, run_algorithm
+from dpnewton.pipeline.config import load_config
+from dpnewton.pipeline.plan import algorithm_grids
+
+#: config/config.yaml entries whose accuracy is measured (iterative methods)
+METHODS = ("dp-gd", "dp-gd-tail", "precond-dp-gd", "hess-clip", "qu-clip", "damped-newton", "dp-gd-oracle",
+           "minibatch-qu-clip", "dp-sgd", "cubic-newton")
+#: datasets of the speed part and their shapes for random unit rows when the data are missing
+SPEED_SHAPES = {"a1a": (30956, 124), "adult": (45220, 105), "protein": (50000, 75), "fashion-mnist": (12000, 784)}
+EPSILONS = (0.1, 1.0, 10.0)
+SAFE = 0.1
+CONFIG = common.REPO_DIR / "config" / "config.yaml"
+
+
+def method_grid() -> dict[str, dict]:
+    """METHODS -> {'base', 'hyper', 'T'}: the default config's entry, T = the largest T of its grid."""
+    cfg = load_config(yaml.safe_load(Path(CONFIG).read_text()))
+    grids, _ = algorithm_grids(cfg, ALGORITHMS)
+    return {m: {"base": grids[m]["base"], "hyper": dict(grids[m]["hyper"]), "T": max(grids[m]["iterations"])}
+            for m in METHODS}
+
+
+def speed_problem(name: str):
+    """(source, float64 problem) of a dataset, or random unit rows of its shape when it is not available."""
+    try:
+        return "real", common.load(name, optimum=False)
+    except Exception:  # noqa: BLE001 -- any missing source: time the shape instead
+        return "random unit rows", common.random_problem(*SPEED_SHAPES[name], name=name)
+
+
+def speed(repeats: int) -> list[dict]:
+    rows = []
+    rng = np.random.default_rng(0)
+    for name in SPEED_SHAPES:
+        src, p64 = speed_problem(name)
+        p32 = p64.with_precision("float32")
+        W1 = rng.standard_normal((1, p64.d)) / np.sqrt(p64.d)
+        W8 = rng.standard_normal((8, p64.d)) / np.sqrt(p64.d)
+        coef = rng.random(p64.n) * 0.25
+        passes = {"first-order, 1 run": lambda p: p.margins_and_grads(W1),
+                  "first-order, 8 runs": lambda p: p.margins_and_grads(W8),
+                  "Gram Z^T diag(c) Z": lambda p: p.weighted_gram(coef),
+                  "fused Newton pass": lambda p: p.newton_pass(W1[0], "hessian")}
+        for what, fn in passes.items():
+            t0 = time.thread_time()
+            fn(p64)
+            inner = max(1, int(0.03 / max(time.thread_time() - t0, 1e-6)))
+            t = common.interleaved({"float64": lambda: fn(p64), "float32": lambda: fn(p32)}, repeats, inner)
+            m64, m32 = float(np.median(t["float64"])), float(np.median(t["float32"]))
+            rows.append({"dataset": name, "source": src, "n": p64.n, "d": p64.d, "pass": what,
+                         "float64_ms": 1e3 * m64, "float32_ms": 1e3 * m32, "ratio": m64 / m32,
+                         "paired_ratio": float(np.median(t["float64"] / t["float32"])), "repeats": repeats,
+                         "calls_per_sample": inner})
+            print(f"speed {name} {what}: {m64 * 1e3:.3f} ms / {m32 * 1e3:.3f} ms = {m64 / m32:.2f}x", flush=True)
+    return rows
+
+
+def accuracy(datasets: list[str], seeds: list[int], grid: dict) -> tuple[list[dict], list[dict]]:
+    runs, cells = [], []
+    for name in datasets:
+        p64 = common.load(name)
+        p32 = p64.with_precision("float32")
+        for eps in EPSILONS:
+            for k, (method, entry) in enumerate(grid.items()):
+                out = {}
+                order = ("float64", "float32") if k % 2 == 0 else ("float32", "float64")
+                for prec in order:
+                    problem = p64 if prec == "float64" else p32
+                    out[prec] = run_algorithm(problem, name, entry["base"], eps, seeds, entry["T"],
+                                              hyper=copy.deepcopy(entry["hyper"]), loss_iterates=last_iterate_only)
+                ex64 = np.array([r.released_excess_loss for r in out["float64"]])
+                ex32 = np.array([r.released_excess_loss for r in out["float32"]])
+                # l of the released float32 w on either problem: the error of evaluating it in float32
+                evaluation = np.array([float(p32.loss(r.w)) - float(p64.loss(r.w)) for r in out["float32"]])
+                t64 = sum(r.runtime_s for r in out["float64"])
+                t32 = sum(r.runtime_s for r in out["float32"])
+                for s, a, b, c in zip(seeds, ex64, ex32, evaluation):
+                    runs.append({"dataset": name, "method": method, "epsilon": eps, "T": entry["T"], "seed": s,
+                                 "excess_float64": a, "excess_float32": b, "evaluation_error": c})
+                diff = float(ex32.mean() - ex64.mean())
+                se = float(ex64.std(ddof=1) / np.sqrt(len(seeds)))
+                ratio = abs(diff) / se if se > 0 else (0.0 if diff == 0 else np.inf)
+                cells.append({"dataset": name, "method": method, "epsilon": eps, "T": entry["T"], "seeds": len(seeds),
+                              "mean_float64": float(ex64.mean()), "mean_float32": float(ex32.mean()),
+                              "difference": diff, "se_float64": se,
+                              "ratio": ratio if np.isfinite(ex64).all() and np.isfinite(ex32).all() else np.nan,
+                              "max_seed_difference": float(np.max(np.abs(ex32 - ex64))),
+                              "max_evaluation_error": float(np.max(np.abs(evaluation))),
+                              "update_time_ratio": t64 / t32 if t32 > 0 else np.nan})
+                print(f"{name} eps={eps:g} {method} T={entry['T']}: diff {diff:.3g} se {se:.3g} "
+                      f"ratio {cells[-1]['ratio']:.3g} time x{cells[-1]['update_time_ratio']:.2f}", flush=True)
+    return runs, cells
+
+
+def verdicts(cells: list[dict]) -> list[dict]:
+    """Per (method, dataset): the largest ratio over epsilons, and safe (< SAFE at every epsilon) or not."""
+    out = []
+    for method in METHODS:
+        for name in dict.fromkeys(c["dataset"] for c in cells):
+            group = [c for c in cells if c["method"] == method and c["dataset"] == name]
+            ratios = np.array([c["ratio"] for c in group])
+            worst = group[int(np.nanargmax(ratios))] if np.isfinite(ratios).any() else group[0]
+            safe = bool(np.isfinite(ratios).all() and ratios.max() < SAFE)
+            times = [c["update_time_ratio"] for c in group]
+            split = any(c["max_seed_difference"] > SAFE * c["se_float64"] for c in group)
+            out.append({"method": method, "dataset": name, "T": group[0]["T"],
+                        "max_ratio": float(np.max(ratios)) if np.isfinite(ratios).all() else np.nan,
+                        "at_epsilon": worst["epsilon"],
+                        "max_seed_difference": max(c["max_seed_difference"] for c in group),
+                        "min_se": min(c["se_float64"] for c in group),
+                        "max_evaluation_error": max(c["max_evaluation_error"] for c in group),
+                        "update_time_ratio": float(np.median(times)),
+                        "verdict": "float32 safe" if safe else "keep float64",
+                        "seeds": "trajectories split" if split else "paired"})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=["a1a", "synthetic", "adult", "protein"])
+    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=7, help="interleaved repetitions of the speed part")
+    ap.add_argument("--skip-speed", action="store_true", help="keep the speed CSV of an earlier run")
+    args = ap.parse_args()
+    common.use_clock_in_library("cpu")
+    t0 = time.perf_counter()
+    grid = method_grid()
+    with threadpool_limits(1):
+        if not args.skip_speed:
+            common.write_csv("float32_speed.csv", speed(args.repeats))
+        runs, cells = accuracy(args.datasets, list(range(args.seeds)), grid)
+    common.write_csv("float32_runs.csv", runs)
+    common.write_csv("float32_accuracy.csv", cells)
+    summary = verdicts(cells)
+    common.write_csv("float32_verdicts.csv", summary)
+    with open(common.RESULTS_DIR / "float32_speed.csv", newline="") as fh:
+        speed_rows = list(csv.DictReader(fh))
+    used_T = ", ".join(f"{m} {e['T']}" for m, e in grid.items())
+    minutes = (time.perf_counter() - t0) / 60
+    md = ["float64 vs `precision=\"float32\"` (`dpnewton.loss`): Z and every product with it in float32, results, "
+          "losses, the optimum and the noise float64. BLAS 1 thread, thread CPU time.", "",
+          f"**Speed** (`float32_speed.csv`; interleaved, {args.repeats} repetitions, medians in ms; ratio = "
+          "float64 / float32):", "",
+          common.md_table([{**r, **{k: float(r[k]) for k in ("float64_ms", "float32_ms", "ratio", "paired_ratio")}}
+                           for r in speed_rows],
+                          ["dataset", "source", "n", "d", "pass", "float64_ms", "float32_ms", "ratio", "paired_ratio"],
+                          {"float64_ms": ".3f", "float32_ms": ".3f", "ratio": ".2f", "paired_ratio": ".2f"}), "",
+          f"**Accuracy** (`float32_accuracy.csv` per cell, `float32_runs.csv` per run): datasets "
+          f"{', '.join(args.datasets)}; epsilon {', '.join(f'{e:g}' for e in EPSILONS)}; seeds 0..{args.seeds - 1} "
+          "under both precisions (same noise draws); T = the largest T of each method's grid in config/config.yaml "
+          f"({used_T}). `max_ratio` = the largest over epsilons of "
+          "|mean float32 - mean float64| / s.e. (float64, ddof=1); float32 is safe where it is < "
+          f"{SAFE} at every epsilon. `max_seed_difference`: largest per-seed |difference|; `max_evaluation_error`: "
+          "largest |l(w) on the float32 problem - l(w) on the float64 problem| at the released float32 w; "
+          "`update_time_ratio`: median over epsilons of float64 / float32 update time of the cell's runs "
+          "(indicative); `seeds`: `trajectories split` where some cell's largest per-seed difference exceeds "
+          f"{SAFE} s.e. (the runs of a seed took different branches; the verdict is about the means).", "",
+          common.md_table(summary, ["method", "dataset", "T", "max_ratio", "at_epsilon", "max_seed_difference",
+                                    "min_se", "max_evaluation_error", "update_time_ratio", "verdict", "seeds"],
+                          {"max_ratio": ".3g", "max_seed_difference": ".2e", "min_se": ".2e",
+                           "max_evaluation_error": ".2e", "update_time_ratio": ".2f"}), "",
+          f"Whole benchmark: {minutes:.1f} min wall."]
+    common.write_section("float32", "\n".join(md))
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
