@@ -84,8 +84,8 @@ def _with(path: str, value):
 # relevant jsonschema error (best_match) rewritten by dpnewton.pipeline.schema; NaN and infinity are
 # rejected by its check_finite (JSON schema's bounds let NaN through); the rest by check_config/expand.
 TOP_KEYS = ("algorithms, allow_download, claims, conversion, conversion_study, curves, data_dir, datasets, delta, "
-            "epsilons, figures, grids, holdout, missing_algorithms, publish_figures, seeds, seeds_per_job, table1, "
-            "timing, tracks, tuning")
+            "epsilons, figures, grids, holdout, missing_algorithms, precision, publish_figures, seeds, seeds_per_job, "
+            "table1, timing, tracks, tuning")
 SEEDS = "set seeds to an integer >= 1, or a non-empty list of distinct integers >= 0"
 HOLDOUT = "set holdout to a number >= 0 and < 1, or null"
 CONFIG_CASES = {
@@ -139,7 +139,8 @@ CONFIG_CASES = {
     "holdout_text": (_cfg(holdout="a fifth"),
                      f"config key holdout: 'a fifth' is not of type 'number', 'null'; {HOLDOUT}"),
     "misspelled_top_key": (_cfg(epsilon=[1]), "config key epsilon: unknown key ('epsilon' was unexpected; did you mean "
-                                              f"epsilons?); the top level takes {TOP_KEYS}: rename or remove it"),
+                                              "epsilons or precision?); the top level takes "
+                                              f"{TOP_KEYS}: rename or remove it"),
     "misspelled_nested_key": (_with("algorithms.dp-gd", {"gird": "g"}),
                               "config key algorithms.dp-gd.gird: unknown key ('gird' was unexpected; did you mean "
                               "grid?); algorithms.dp-gd takes algorithm, epsilons, grid, hyper, iterations, "
