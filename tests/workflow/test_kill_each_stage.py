@@ -44,32 +44,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.workflow.test_determinism import REPO, table_differences
+from tests.workflow.test_determinism import PIPELINE_CONFIG, REPO, table_differences
 from tests.workflow.workflow_helpers import (check_complete, check_outputs, kill_group, ran, result_files, run, start,
                                              unlock)
 
 pytestmark = pytest.mark.slow
 
-# one dataset, the two algorithms of Table 1 (2 seeds x 2 T each), a fixed-rule track of 3 repetitions
-# long enough to be killed between them, three timing rounds, PNG figures only
-CONFIG = {
-    "data_dir": None,
-    "allow_download": False,
-    "datasets": {"synthetic": {"options": {"n": 400, "d": 5, "seed": 0}}},
-    "epsilons": [1],
-    "delta": None,
-    "conversion": "bs16",
-    "seeds": 2,
-    "grids": {"g": [2, 4]},
-    "algorithms": {"hess-clip": {"grid": "g"}, "dp-gd": {"grid": "g"}},
-    "conversion_study": {"enabled": False},
-    "curves": {"max_points": 5},
-    "figures": {"formats": ["png"], "runtime_epsilon": 1, "runtime_algorithms": ["dp-gd", "hess-clip"],
-                "convergence_epsilons": [1], "convergence_algorithms": ["hess-clip"], "minibatch_algorithms": []},
-    "table1": {"baseline": "dp-gd", "ours": "hess-clip"},
-    "timing": {"repeats": 3, "seconds_per_run": 0.05},
-    "tracks": {"repetitions": 3, "fixed": {"methods": {"gd": {"variant": "dp-gd", "iterations": 3000}}}},
-}
+# the determinism test's config with the two algorithms of Table 1 (2 seeds x 2 T each), a fixed-rule track
+# of 3 repetitions long enough to be killed between them, three timing rounds
+CONFIG = {**PIPELINE_CONFIG,
+          "algorithms": {"hess-clip": {"grid": "g"}, "dp-gd": {"grid": "g"}},
+          "timing": {"repeats": 3, "seconds_per_run": 0.05},
+          "tracks": {"repetitions": 3, "fixed": {"methods": {"gd": {"variant": "dp-gd", "iterations": 3000}}}}}
 ROWS_PER_JOB = 2 * 2  # seeds x Ts
 TABLE_TARGETS = ("aggregate", "tracks_table", "resources")
 TRACK_LOG = "logs/tracks/fixed-rule/synthetic/gd/eps~1.log"

@@ -169,12 +169,12 @@ def _audit_cases(name: str) -> tuple[AuditCase, ...]:
     return cases
 
 
-for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
+for _soi, _soi_label, _soi_text in (("hessian", "hess", "Hess"), ("qu", "qu", "QU")):
     for _mod in ("clip", "add"):
         register(AlgorithmSpec(f"{_soi_label}-{_mod}",
                                runner(DoubleNoiseConfig, run_double_noise, soi=_soi, modification=_mod),
                                f"double-noise Newton, {_soi} SOI, {_mod} modification (Algorithm 3)",
-                               label=f"{_soi_label.capitalize() if _soi == 'hessian' else 'QU'}-{_mod}",
+                               label=f"{_soi_text}-{_mod}",
                                role="second-order", paper=True, passes=double_noise_passes,
                                audit=_audit_cases(f"{_soi_label}-{_mod}"),
                                plan=planner(DoubleNoiseConfig, double_noise_plan, soi=_soi, modification=_mod)))
