@@ -98,9 +98,11 @@ def check_relation_supported(spec: AlgorithmSpec, neighbouring: str) -> None:
 
 def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, conversion: str, rho: float,
                   runs: Iterable[tuple[int, int]], loss_iterates: LossIterates | None = None,
-                  neighbouring: str = BENCHMARK_RELATION, n: int | None = None) -> list[RunContext]:
+                  neighbouring: str = BENCHMARK_RELATION, n: int | None = None,
+                  averages: Sequence[str] = ()) -> list[RunContext]:
     """One context per (seed, T). Under ``add-remove`` a method with a zCDP plan releases the row
-    count ``n`` first (:func:`release_count`), so ``n`` is then required."""
+    count ``n`` first (:func:`release_count`), so ``n`` is then required. ``averages``: further
+    models each run releases from its trajectory (:attr:`~dpnewton.algorithms.base.RunContext.averages`)."""
     counts = False
     if check_relation(neighbouring) != BENCHMARK_RELATION:  # every method covers the benchmark's
         spec = get_algorithm(algorithm)
@@ -113,7 +115,8 @@ def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, co
         ident = RunIdentity(dataset, algorithm, float(epsilon), validate_seed(seed), validate_iterations(T))
         ctx = RunContext(ident, float(epsilon), float(delta), conversion, float(rho),
                          PrivacyLedger(float(rho), neighbouring=neighbouring), ident.generator(),
-                         None if loss_iterates is None else loss_iterates(ident.iterations))
+                         None if loss_iterates is None else loss_iterates(ident.iterations),
+                         averages=tuple(averages))
         if counts:
             release_count(ctx, n)
         contexts.append(ctx)
@@ -147,22 +150,28 @@ def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilo
                   seeds: Sequence[int | None], iterations: Sequence[int] | int, delta: float | None = None,
                   conversion: str = DEFAULT_CONVERSION, hyper: dict | None = None,
                   blas_threads: int = 1, loss_iterates: LossIterates | None = None,
-                  neighbouring: str = BENCHMARK_RELATION) -> list[RunResult]:
+                  neighbouring: str = BENCHMARK_RELATION, averages: Sequence[str] = ()) -> list[RunResult]:
     """Run ``algorithm`` for every (seed, T) in seeds x iterations; one batch, one result per run.
     ``loss_iterates(T)``: the iterates whose loss a run of T iterations records
     (:attr:`~dpnewton.algorithms.base.RunContext.loss_iterates`; default all). ``neighbouring``: the
-    relation the noise is calibrated for (default the benchmark's, n public)."""
-    check_run(algorithm, epsilon, delta, iterations, conversion, neighbouring, hyper)
+    relation the noise is calibrated for (default the benchmark's, n public). ``averages``: further
+    models every run releases from its one trajectory (:meth:`~dpnewton.algorithms.base.RunResult.released_as`;
+    only for an algorithm whose configuration has ``average``)."""
+    spec = check_run(algorithm, epsilon, delta, iterations, conversion, neighbouring, hyper)
+    if averages and not spec.averaging:
+        raise ValueError(f"algorithm={algorithm!r} releases no averaged iterates (its configuration has no "
+                         f"'average'); drop averages={list(averages)!r}")
     Ts = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
     delta, rho = resolve_budget(epsilon, delta, problem.n, conversion, neighbouring)
     return run_at_rho(problem, dataset, algorithm, epsilon, delta, conversion, rho,
-                      [(s, T) for s in seeds for T in Ts], hyper, blas_threads, loss_iterates, neighbouring)
+                      [(s, T) for s in seeds for T in Ts], hyper, blas_threads, loss_iterates, neighbouring,
+                      averages)
 
 
 def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float, delta: float,
                conversion: str, rho: float, runs: Iterable[tuple[int | None, int]], hyper: dict | None = None,
                blas_threads: int = 1, loss_iterates: LossIterates | None = None,
-               neighbouring: str = BENCHMARK_RELATION) -> list[RunResult]:
+               neighbouring: str = BENCHMARK_RELATION, averages: Sequence[str] = ()) -> list[RunResult]:
     """Run ``algorithm`` once per (seed, T) of ``runs`` with a given zCDP budget ``rho`` (the
     second half of :func:`run_algorithm`, which derives rho from epsilon). ``epsilon``, ``delta``
     and ``conversion`` label the runs (identity, seeding, records); only the accountant-calibrated
@@ -171,7 +180,7 @@ def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: 
     selection."""
     spec = get_algorithm(algorithm)
     contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho, list(runs), loss_iterates,
-                             neighbouring, problem.n)
+                             neighbouring, problem.n, averages)
     with threadpool_limits(blas_threads):
         results = spec.run(problem, contexts, dict(hyper or {}))
     for res in results:

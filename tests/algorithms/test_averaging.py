@@ -253,3 +253,42 @@ def test_estimator_releases_the_average_with_the_same_privacy_record():
         tail = DPLogisticRegression(**kw, hyper={"average": "tail"}).fit(X, y)
     assert tail.privacy_record_ == last.privacy_record_
     assert not np.array_equal(tail.coef_, last.coef_)
+
+
+# ---- one trajectory, every released model -------------------------------------------------------
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("primary", ["none", "tail"])
+def test_one_trajectory_releases_every_average_with_the_bits_of_its_own_run(problem, algorithm, primary):
+    """A run asked for further averages (RunContext.averages) gives, through released_as, exactly the
+    run configured with that average: released w, its excess loss and accuracy, w_T, the curve and
+    the ledger, bit for bit (post-processing of one trajectory)."""
+    seeds, Ts = [0, 1], [1, 4, 7]
+    others = tuple(a for a in AVERAGES if a != primary)
+    shared = run_algorithm(problem, "toy", algorithm, 1.0, seeds, Ts, delta=1e-5, hyper={"average": primary},
+                           averages=others)
+    for average in AVERAGES:
+        alone = run_algorithm(problem, "toy", algorithm, 1.0, seeds, Ts, delta=1e-5, hyper={"average": average})
+        for one, res in zip(alone, shared):
+            got = res.released_as(average)
+            assert got.identity == one.identity and got.average == average
+            assert np.array_equal(got.w, one.w) and np.array_equal(got.last_iterate, one.last_iterate)
+            assert got.released_excess_loss == one.released_excess_loss
+            assert got.train_accuracy == one.train_accuracy
+            assert np.array_equal(got.excess_loss, one.excess_loss, equal_nan=True)
+            assert [(e.sigma, e.rho) for e in got.ledger.entries] == [(e.sigma, e.rho) for e in one.ledger.entries]
+            rec, ref = (result_record(r, "bs16", 1.0, 1e-5) for r in (got, one))
+            del rec["runtime_s"], ref["runtime_s"]  # measured, not computed
+            same = {k: rec[k] == ref[k] or (rec[k] != rec[k] and ref[k] != ref[k]) for k in ref}  # NaN == NaN
+            assert rec.keys() == ref.keys() and all(same.values()), [k for k, ok in same.items() if not ok]
+
+
+def test_an_average_that_was_not_released_is_an_error(problem):
+    res = run_algorithm(problem, "toy", "dp-gd", 1.0, [0], [3], delta=1e-5)[0]
+    assert res.released_as("none") is res and set(res.releases) == {"none"}
+    with pytest.raises(ValueError, match="released no 'tail' model"):
+        res.released_as("tail")
+    with pytest.raises(ValueError, match="releases no averaged iterates"):
+        run_algorithm(problem, "toy", "aop", 1.0, [0], [1], delta=1e-5, averages=("tail",))
+    with pytest.raises(ValueError, match="average='middle' is unknown"):
+        run_algorithm(problem, "toy", "dp-gd", 1.0, [0], [3], delta=1e-5, averages=("middle",))

@@ -199,7 +199,7 @@ def test_variants_epsilon_restriction_studies_and_extension_spec():
     assert ("dp-gd", "official-fsolve", "1") in keys and ("dp-gd-s16", "gdp", "0.1") not in keys
     j = plan.job_index[("synthetic", "dp-gd-s16", "bs16", "1", "0-3")]
     assert j.spec["base_algorithm"] == "dp-gd" and j.spec["hyper"] == {"step": 16.0}
-    assert j.spec["extend"] == {"factor": 2, "max_iterations": 12}
+    assert j.spec["extend"] == {"factor": 2, "max_iterations": 12, "probe_first_seed": True}
     assert plan.job_index[("synthetic", "dp-gd", "bs16", "1", "0-3")].spec["extend"]["max_iterations"] == 12
     from dpnewton.pipeline.plan import protocol_summary
     p = protocol_summary(plan)

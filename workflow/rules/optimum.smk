@@ -10,6 +10,7 @@ rule optimum:
         "logs/optimum/{dataset}.log",
     benchmark:
         "results/benchmarks/optimum/{dataset}.tsv"
+    priority: data_priority
     conda:
         "../../envs/dpnewton.yaml"
     message:
@@ -32,6 +33,7 @@ if HOLDOUT_ON:
             "logs/optimum_holdout/{dataset}.log",
         benchmark:
             "results/benchmarks/optimum_holdout/{dataset}.tsv"
+        priority: data_priority
         conda:
             "../../envs/dpnewton.yaml"
         params:

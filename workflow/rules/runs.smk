@@ -11,6 +11,8 @@ rule run_job:
         "logs/runs/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.log",
     benchmark:
         "results/benchmarks/run_job/{dataset}/{algorithm}/{conversion}/eps~{eps}/seeds~{chunk}.tsv"
+    # longest first, so that the short jobs fill the cores at the end of the run (docs/pipeline.md)
+    priority: job_priority
     conda:
         "../../envs/dpnewton.yaml"
     threads: 1

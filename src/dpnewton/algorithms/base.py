@@ -17,11 +17,15 @@ pipeline's curve points), w_T's always.
 Iterate averaging [docs/algorithms.md §2.6] is an argument of both drivers, ``average`` in
 :data:`AVERAGES`: ``"none"`` releases the last iterate w_T; otherwise the released model is the
 mean of the window w_a..w_T of :func:`average_window`. It is post-processing of iterates the run
-releases anyway, so the ledger (entries, rho, sensitivities, noise draws) is unchanged.
+releases anyway, so the ledger (entries, rho, sensitivities, noise draws) is unchanged. One
+trajectory serves every average: a context's :attr:`RunContext.averages` asks for further released
+models, and :meth:`RunResult.released_as` gives the run as if it had been configured with one of
+them (the same bits as a run of that configuration: the same iterates and the same running sums).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -51,6 +55,9 @@ class RunContext:
     loss_iterates: np.ndarray | None = None
     #: the released row count N that replaces n in every mean and sensitivity (None: n is public)
     count: float | None = None
+    #: further models to release from the same trajectory, by average (:data:`AVERAGES`): post-processing
+    #: of the iterates, read back with :meth:`RunResult.released_as`
+    averages: tuple[str, ...] = ()
 
     @property
     def iterations(self) -> int:
@@ -83,6 +90,15 @@ class RunContext:
         return mask
 
 
+@dataclass(frozen=True)
+class Release:
+    """One model a run releases from its trajectory: w, its excess loss and its training accuracy."""
+
+    w: np.ndarray
+    excess_loss: float
+    train_accuracy: float | None
+
+
 @dataclass
 class RunResult:
     identity: RunIdentity
@@ -103,6 +119,23 @@ class RunResult:
     averaged_excess_loss: float | None = None
     #: the last iterate w_T when ``w`` is an average; None when ``w`` is w_T itself
     w_last: np.ndarray | None = None
+    #: every model released from the trajectory, by average (the drivers fill it: w_T as ``"none"``, the
+    #: configured ``average`` and the context's :attr:`RunContext.averages`)
+    releases: dict[str, Release] = field(default_factory=dict)
+
+    def released_as(self, average: str) -> "RunResult":
+        """This run as a run configured with ``average``: the same trajectory, ledger and timing, with
+        that released model as ``w`` (ValueError when the run did not release it)."""
+        if average == self.average:
+            return self
+        if average not in self.releases:
+            raise ValueError(f"run {self.identity} released no {average!r} model (it released "
+                             f"{', '.join(self.releases) or 'only w'}); ask for it with RunContext.averages")
+        rel = self.releases[average]
+        averaged = average != "none"
+        return dataclasses.replace(self, w=rel.w, train_accuracy=rel.train_accuracy, average=average,
+                                   averaged_excess_loss=rel.excess_loss if averaged else None,
+                                   w_last=self.last_iterate if averaged else None)
 
     @property
     def runtime_s(self) -> float:
@@ -170,6 +203,53 @@ def average_window(T: int, average: str) -> int | None:
     return 1 if average == "uniform" else T // 2 + 1
 
 
+def released_averages(average: str, ctx: RunContext) -> tuple[str, ...]:
+    """The averages a run releases: its configured ``average`` first, then the context's others."""
+    wanted = (check_average(average),) + tuple(check_average(a) for a in ctx.averages)
+    return tuple(dict.fromkeys(wanted))
+
+
+class WindowSums:
+    """Running sums of the iterates w_s, and of their margins m_s = Z w_s, over the averaging windows
+    of one run of T updates (:func:`average_window`), one per average; elementwise and untimed, so
+    an average has the same bits whichever other averages or runs share the trajectory."""
+
+    def __init__(self, T: int, averages, d: int, n: int | None):
+        self.T = T
+        self.first = {a: average_window(T, a) for a in averages if a != "none"}
+        self.w = {a: np.zeros(d) for a in self.first}
+        self.m = {a: np.zeros(n) for a in self.first} if n is not None else None
+
+    def add(self, t: int, w: np.ndarray, m: np.ndarray | None = None) -> None:
+        """Add iterate w_t (and its margins) to every window that holds t."""
+        for a, first in self.first.items():
+            if t >= first:
+                self.w[a] += w
+                if self.m is not None:
+                    self.m[a] += m
+
+    def releases(self, problem: LogisticProblem) -> dict[str, "Release"]:
+        """Each window's mean w_bar with l(w_bar) - loss* and its accuracy, from the mean margins."""
+        out = {}
+        for a, first in self.first.items():
+            count = self.T - first + 1
+            m_bar = self.m[a] / count
+            out[a] = Release(self.w[a] / count, float(problem.loss_from_margins(m_bar)) - _loss_opt(problem),
+                             float(problem.accuracy_from_margins(m_bar)))
+        return out
+
+
+def with_releases(res: "RunResult", releases: dict[str, "Release"], average: str) -> "RunResult":
+    """``res`` (w = w_T) with its released models, the configured ``average`` as its primary one."""
+    res.releases = {"none": Release(res.w, res.final_excess_loss, res.train_accuracy), **releases}
+    if average == "none":
+        return res
+    rel = releases[average]
+    res.average, res.w_last, res.w = average, res.w, rel.w
+    res.averaged_excess_loss, res.train_accuracy = rel.excess_loss, rel.train_accuracy
+    return res
+
+
 StepFn = Callable[[np.ndarray, int], "np.ndarray | tuple[np.ndarray, np.ndarray]"]
 
 
@@ -199,8 +279,8 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
       with ``full_margins=True`` and ``average="none"``.
     """
     T = ctx.iterations
-    first = average_window(T, average)
-    if (loss_of is not None or loss_ref is not None) and (first is not None or not full_margins):
+    averages = released_averages(average, ctx)
+    if (loss_of is not None or loss_ref is not None) and (averages != ("none",) or not full_margins):
         raise ValueError("loss_of and loss_ref need full_margins=True and average='none'")
     loss_of = loss_of or (lambda m, w: problem.loss_from_margins(m))
     w0 = random_unit_vector(ctx.rng, problem.d)
@@ -216,8 +296,7 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     elapsed = np.zeros(T + 1)
     resets = 0
     total = 0.0
-    if first is not None and full_margins:
-        sum_w, sum_m = np.zeros(problem.d), np.zeros(problem.n)
+    sums = WindowSums(T, averages, problem.d, problem.n) if full_margins else None
     for t in range(T):
         start = time.perf_counter()
         if full_margins:
@@ -231,9 +310,7 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
         if full_margins:
             if wanted[t]:
                 losses[t] = loss_of(m, w)
-            if first is not None and t >= first:
-                sum_w += w
-                sum_m += m
+            sums.add(t, w, m)
         else:
             iterates[t] = w
         elapsed[t + 1] = total
@@ -242,30 +319,25 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     if full_margins:
         m = problem.margins(w)
         losses[T] = loss_of(m, w)
-        if first is None:
-            accuracy = problem.accuracy_from_margins(m)
+        accuracy = problem.accuracy_from_margins(m)
+        sums.add(T, w, m)
+        releases = sums.releases(problem)
     else:
         iterates[T] = w
         losses[wanted] = problem.losses(iterates[wanted])
+        releases = {}
+        for a in averages:
+            if a == "none":
+                continue
+            first = average_window(T, a)
+            w_bar = iterates[first:].sum(axis=0) / (T - first + 1)
+            # minibatch updates computed no margins: one pass for l(w_bar)
+            releases[a] = Release(w_bar, float(problem.loss(w_bar)) - _loss_opt(problem), None)
     diag = dict(diagnostics or {})
     diag["diverged"] = bool(not np.isfinite(w).all())
-    if first is None:
-        ref = _loss_opt(problem) if loss_ref is None else loss_ref
-        return RunResult(ctx.identity, w, losses - ref, elapsed, ctx.ledger, resets, diag,
-                         train_accuracy=accuracy)
-    count = T - first + 1
-    if full_margins:
-        sum_w += w
-        sum_m += m
-        w_bar, m_bar = sum_w / count, sum_m / count
-        averaged_loss = float(problem.loss_from_margins(m_bar))
-        accuracy = problem.accuracy_from_margins(m_bar)
-    else:
-        w_bar = iterates[first:].sum(axis=0) / count
-        averaged_loss = float(problem.loss(w_bar))  # minibatch updates computed no margins
-    return RunResult(ctx.identity, w_bar, losses - _loss_opt(problem), elapsed, ctx.ledger, resets, diag,
-                     train_accuracy=accuracy, average=average,
-                     averaged_excess_loss=averaged_loss - _loss_opt(problem), w_last=w.copy())
+    ref = _loss_opt(problem) if loss_ref is None else loss_ref
+    res = RunResult(ctx.identity, w, losses - ref, elapsed, ctx.ledger, resets, diag, train_accuracy=accuracy)
+    return with_releases(res, releases, averages[0])
 
 
 BatchStepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, list[RunContext], int], np.ndarray]
@@ -289,8 +361,7 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     """
     S = len(contexts)
     d = problem.d
-    averaging = check_average(average) != "none"
-    starts = [average_window(c.iterations, average) for c in contexts]
+    averages = [released_averages(average, c) for c in contexts]
     W = np.stack([random_unit_vector(c.rng, d) for c in contexts]) if S else np.zeros((0, d))
     W0 = W.copy()
     Ts = np.array([c.iterations for c in contexts], dtype=int)
@@ -303,8 +374,7 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     elapsed = [np.zeros(T + 1) for T in Ts]
     totals = np.zeros(S)
     resets = np.zeros(S, dtype=int)
-    if averaging:
-        sum_W, sum_M = np.zeros((S, d)), np.zeros((S, problem.n))
+    sums = [WindowSums(int(Ts[i]), averages[i], d, problem.n) for i in range(S)]
     for t in range(int(Ts.max()) if S else 0):
         active = np.flatnonzero(Ts > t)
         start = time.perf_counter()
@@ -325,11 +395,8 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
         for i in active:
             totals[i] += per_run
             elapsed[i][t + 1] = totals[i]
-        if averaging:
-            for j, i in enumerate(active):
-                if t >= starts[i]:
-                    sum_W[i] += Wa[j]
-                    sum_M[i] += M[:, j]
+        for j, i in enumerate(active):
+            sums[i].add(t, Wa[j], M[:, j])
         W[active] = W_next
     results = []
     final_margins = problem.margins(W) if S else None
@@ -341,13 +408,6 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
                         c.ledger, int(resets[i]),
                         {"diverged": bool(not np.isfinite(W[i]).all()), "batch_size": S},
                         train_accuracy=float(accuracies[i]))
-        if averaging:
-            count = int(Ts[i]) - starts[i] + 1
-            sum_W[i] += W[i]
-            sum_M[i] += final_margins[:, i]
-            m_bar = sum_M[i] / count
-            res.average, res.w_last, res.w = average, res.w, sum_W[i] / count
-            res.averaged_excess_loss = float(problem.loss_from_margins(m_bar)) - _loss_opt(problem)
-            res.train_accuracy = float(problem.accuracy_from_margins(m_bar))
-        results.append(res)
+        sums[i].add(int(Ts[i]), W[i], final_margins[:, i])
+        results.append(with_releases(res, sums[i].releases(problem), averages[i][0]))
     return results

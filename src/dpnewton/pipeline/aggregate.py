@@ -72,15 +72,18 @@ def read_rows(path) -> pd.DataFrame:
 
 
 def check_job_rows(frame: pd.DataFrame, path) -> None:
-    """A job runs every seed at every T of its (possibly extended) grid, so each seed of its rows
-    file has the same set of T values; a file that lost rows (also one written before rows files
-    carried their count) fails this unless it lost every T of whole seeds."""
+    """A job runs every seed at every T of each configuration's (possibly extended) grid, so each seed
+    of a configuration in its rows file has the same set of T values; a file that lost rows (also one
+    written before rows files carried their count) fails this unless it lost every T of whole seeds."""
     if not {"seed", "iterations"} <= set(frame.columns):
         return
-    grids = frame.groupby("seed")["iterations"].agg(lambda t: tuple(sorted(t)))
-    if grids.nunique() > 1:
-        counts = ", ".join(f"seed {s}: {len(g)}" for s, g in grids.items())
-        raise DamagedFileError(path, f"its seeds have different numbers of runs ({counts})", RUN_FIX)
+    parts = frame.groupby("algorithm") if "algorithm" in frame else [("", frame)]
+    for name, part in parts:
+        grids = part.groupby("seed")["iterations"].agg(lambda t: tuple(sorted(t)))
+        if grids.nunique() > 1:
+            counts = ", ".join(f"seed {s}: {len(g)}" for s, g in grids.items())
+            raise DamagedFileError(path, f"the seeds of {name or 'its runs'} have different numbers of runs "
+                                         f"({counts})", RUN_FIX)
 
 
 def load_rows(paths) -> pd.DataFrame:
@@ -170,6 +173,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     for col in ("base_algorithm", "hyper"):
         if col in runs:
             out[col] = g[col].first().to_numpy()
+    if "probe_rejected_T" in runs:   # the T search's seed-0 probe (dpnewton.pipeline.jobs.TSearch)
+        out["probe_rejected_T"] = g["probe_rejected_T"].agg(lambda x: int(pd.to_numeric(x).fillna(0).max())).to_numpy()
     if "solver_steps" in runs:
         out["solver_steps_mean"] = g["solver_steps"].agg(_mean).to_numpy()
     for col in METRICS:
@@ -358,14 +363,17 @@ def edges_markdown(best: pd.DataFrame) -> str:
              f"{len(e)} of {len(best)} (dataset, algorithm, conversion, epsilon) cells select the smallest "
              "('low', above T = 1) or largest ('high') T of their grid; widen the grid there. A best T = 1 is "
              "not an edge (no smaller T exists). *gain* = relative drop of the mean excess loss over the last "
-             "step of the grid, from the neighbouring T to the best T: near 0 the cell is almost interior.", ""]
+             "step of the grid, from the neighbouring T to the best T: near 0 the cell is almost interior. "
+             "*probe*: the next T, where seed 0 alone ran and did worse than at the best T, so the search stopped "
+             "(`tuning.probe_first_seed`); '-' when the search stopped at its cap.", ""]
     if len(e):
         lines += ["| dataset | algorithm | conversion | epsilon | best T | edge | mean at best T | neighbour T "
-                  "| mean there | gain | grid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| mean there | gain | probe | grid |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, r in e.iterrows():
+            probe = int(r["probe_rejected_T"]) if "probe_rejected_T" in r and r["probe_rejected_T"] > 0 else "-"
             lines.append(f"| {r['dataset']} | {r['algorithm']} | {r['conversion']} | {_eps(r['epsilon'])} | "
                          f"{r['best_T']} | {r['edge']} | {r['excess_loss_mean']:.3g} | {r['edge_neighbour_T']} | "
-                         f"{r['edge_neighbour_mean']:.3g} | {r['edge_gain']:.0%} | {r['grid']} |")
+                         f"{r['edge_neighbour_mean']:.3g} | {r['edge_gain']:.0%} | {probe} | {r['grid']} |")
         if "base_algorithm" in e:
             notes = [ALGORITHMS[b].edge_note for b in dict.fromkeys(e["base_algorithm"])
                      if b in ALGORITHMS and ALGORITHMS[b].edge_note]

@@ -54,13 +54,13 @@ import pandas as pd
 import scipy
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from ..experiment import result_record, run_algorithm
+from ..experiment import check_run, resolve_budget, result_record, run_at_rho
 from ..holdout import heldout_metrics
 from ..io import atomic_path, atomic_write_csv, atomic_write_parquet, read_parquet
 from ..privacy.neighbouring import BENCHMARK_RELATION, resolve_delta
 from ..problems import file_sha256, load_split_from_prepared
 from .frontier import pass_equivalents
-from .plan import config_hash
+from .plan import config_hash, job_members
 from .selection import best_t, mean_per_t
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -206,54 +206,85 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
             source_dir: str | Path | None = None) -> pd.DataFrame:
     """Run the job described by ``spec`` (see :func:`dpnewton.pipeline.plan.expand`); ``source_dir``
     is the workflow's checkout, whose git revision and version the rows record (:func:`provenance`).
-    Returns the rows as written (with their ``file_rows`` column)."""
+    Returns the rows as written (with their ``file_rows`` column).
+
+    The job's runs release a model for every member configuration (:func:`~.plan.job_members`: one, or
+    several that differ only in ``average``); each member keeps its own T grid and extension (the
+    :class:`TSearch` of its rows), and a (seed, T) run is computed once whichever members need it."""
     t0 = time.perf_counter()
     problem, test = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"),
                                              precision=spec.get("precision", "float64"))
     prov = provenance(spec, prepared, source_dir)
-    Ts = [int(t) for t in spec["iterations"]]
     eps = float(spec["epsilon"])
     max_points = int(spec["curves_max_points"])
-    log.info("job %s/%s/%s eps=%s seeds=%s T=%s n=%d d=%d config_hash=%s", spec["dataset"], spec["algorithm"],
-             spec["conversion"], spec["eps_label"], spec["seeds"], Ts, problem.n, problem.d, prov["config_hash"])
+    seeds = [int(s) for s in spec["seeds"]]
+    base = spec.get("base_algorithm") or spec["algorithm"]
+    searches = {name: TSearch(name, m, pass_capped(m["extend"], base, problem.n, problem.d, m["hyper"]))
+                for name, m in job_members(spec).items()}
+    averages = tuple(dict.fromkeys(s.average for s in searches.values()))
+    log.info("job %s/%s/%s eps=%s seeds=%s T=%s n=%d d=%d config_hash=%s", spec["dataset"], "+".join(searches),
+             spec["conversion"], spec["eps_label"], seeds, sorted({t for s in searches.values() for t in s.grid}),
+             problem.n, problem.d, prov["config_hash"])
     if test is not None:
         log.info("holdout %s: the runs use the %d training rows; %d test rows give the held-out metrics",
                  spec["holdout"], problem.n, test.n)
-    rows, curves, ledgers = [], [], []
-    seeds = list(spec["seeds"])
-    base = spec.get("base_algorithm") or spec["algorithm"]
-    ext = pass_capped(spec.get("extend"), base, problem.n, problem.d, spec.get("hyper"))
+    runs: dict[tuple[int, int], dict] = {}       # (seed, T) -> the run's record, curve and ledger
     partial = checkpoint_dir(rows_out)
-    grid_round, grid = 0, list(Ts)
-    while True:
-        keys = {int(s): {"config_hash": prov["config_hash"], "seed": int(s), "iterations": Ts} for s in seeds}
+
+    def compute(grid_round: int, wanted: dict[int, list[int]], what: str) -> None:
+        """Run (or resume) the units {seed: Ts} of one grid round: one batch of every seed not resumed."""
+        wanted = {s: sorted(set(Ts) - {T for (q, T) in runs if q == s}) for s, Ts in wanted.items()}
+        wanted = {s: Ts for s, Ts in wanted.items() if Ts}
+        keys = {s: {"config_hash": prov["config_hash"], "seed": s, "iterations": Ts, "averages": list(averages)}
+                for s, Ts in wanted.items()}
         paths = {s: partial / f"round{grid_round}_seed{s}.pkl" for s in keys}
         units = {s: load_checkpoint(paths[s], keys[s]) for s in keys}
         todo = [s for s, unit in units.items() if unit is None]
         if todo:
             ts = time.perf_counter()
-            computed = _run_units(problem, spec, base, eps, todo, Ts, grid_round, prov, max_points, test)
+            computed = _run_units(problem, spec, base, eps, todo, sorted({T for s in todo for T in wanted[s]}),
+                                  grid_round, prov, max_points, test, averages, wanted)
             share = (time.perf_counter() - ts) / len(todo)  # the runs (benchmarks/pipeline.py reads it)
             for s in todo:
                 units[s] = {**computed[s], "seconds": share}
                 save_checkpoint(paths[s], keys[s], units[s])
         batch = f" [one batch of {len(todo)} seeds]" if len(todo) > 1 else ""
         for k, (s, unit) in enumerate(units.items(), 1):
-            rows += unit["rows"]
-            curves += unit["curves"]
-            ledgers.append(unit_ledger(unit, paths[s]))
-            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(seeds), len(unit["rows"]),
-                     unit["seconds"] or 0.0, f" [grid extension {grid_round}]" if grid_round else "",
+            if unit.get("ledger") is None:
+                log.warning("checkpoint %s predates the privacy ledger: its runs have no rows in the ledger file",
+                            paths[s])
+            for r, rec in enumerate(unit["rows"]):
+                T = int(rec["iterations"])
+                runs[(s, T)] = {"row": rec, "ledger": None if unit.get("ledger") is None else unit["ledger"][r],
+                                "curve": _curve_of(unit["curves"], T)}
+            log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(units), len(unit["rows"]),
+                     unit["seconds"] or 0.0, f" [grid round {grid_round}, {what}]" if grid_round else "",
                      batch if s in todo else _resumed_note(unit))
-        Ts = next_extension(rows, grid, ext)
-        if not Ts:
+
+    grid_round = 0
+    compute(0, {s: sorted({T for x in searches.values() for T in x.grid}) for s in seeds}, "declared grid")
+    while True:
+        proposed = {name: T for name, x in searches.items() if (T := x.next_T(runs, seeds)) is not None}
+        if not proposed:
             break
         grid_round += 1
-        grid += Ts
-        log.info("best mean-over-seeds T is at an edge of the grid: extending the grid with T=%s "
-                 "(extension %d, cap %d)", Ts, grid_round, ext["max_iterations"])
-    for r in rows:
-        r["grid_extended"] = grid_round > 0
+        probe = seeds[0]
+        if len(seeds) > 1 and any(searches[name].probe for name in proposed):
+            probed = sorted(set(proposed.values()))
+            compute(grid_round, {probe: probed}, f"seed {probe} probes T={probed}")
+        for name, T in proposed.items():
+            searches[name].extend(T, grid_round, runs, seeds)
+        accepted = sorted({T for name, T in proposed.items() if T in searches[name].grid})
+        if accepted:
+            log.info("best mean-over-seeds T is at an edge of the grid: extending it with T=%s (round %d)",
+                     accepted, grid_round)
+            compute(grid_round, {s: accepted for s in seeds}, f"T={accepted}")
+    rows, curves, ledgers = [], [], []
+    for x in searches.values():
+        r, c, lg = x.outputs(runs, seeds)
+        rows += r
+        curves += c
+        ledgers += lg
     frame = pd.DataFrame(rows)
     write_ledger(ledger_path(rows_out), ledgers)
     curve_frame = (pd.concat(curves, ignore_index=True) if curves
@@ -265,16 +296,104 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     return frame
 
 
-def _run_units(problem, spec: dict, base: str, eps: float, seeds: list[int], Ts: list[int], grid_round: int,
-               prov: dict, max_points: int, test=None) -> dict[int, dict]:
-    """One batch of seeds x |Ts| runs -> {seed: {'rows': result rows, 'curves': downsampled curve frames,
-    'ledger': the runs' ledger frames (:func:`ledger_frame`)}}.
+def _curve_of(curves: list[pd.DataFrame], T: int) -> pd.DataFrame | None:
+    """The curve frame of the unit's run of T iterations (None when the job keeps no curves)."""
+    for frame in curves:
+        if len(frame) and int(frame["iterations"].iloc[0]) == T:
+            return frame
+    return None
 
-    ``test``: the test split's problem (holdout on), which adds the held-out metrics to each row."""
+
+class TSearch:
+    """One member configuration's T grid in a job: the declared grid, extended while its best
+    mean-over-seeds T is at an edge (:func:`next_extension`, the extension rule ``ext``).
+
+    With ``probe_first_seed`` in the rule, the job's first seed runs a proposed T alone first: if its
+    released excess loss there is not below its own at the current best T, the search stops without
+    the other seeds running it (the probe's run is logged, not a row; ``probe_rejected_T`` records it).
+    Non-private, like the whole best-T selection."""
+
+    def __init__(self, name: str, member: dict, ext: dict | None):
+        self.name, self.average, self.hyper, self.ext = name, member["average"], member["hyper"], ext
+        self.grid = [int(t) for t in member["iterations"]]
+        self.joined = {t: 0 for t in self.grid}
+        self.probe = bool(ext and ext.get("probe_first_seed"))
+        self.rejected = 0
+        self.done = False
+
+    def rows(self, runs: dict, seeds: list[int]) -> list[dict]:
+        """The member's released-model rows of every (seed, T) of its grid so far."""
+        return [released_row(runs[(s, T)]["row"], self.average) for s in seeds for T in self.grid]
+
+    def next_T(self, runs: dict, seeds: list[int]) -> int | None:
+        if self.done:
+            return None
+        new = next_extension(self.rows(runs, seeds), self.grid, self.ext)
+        self.done = not new
+        return new[0] if new else None
+
+    def extend(self, T: int, grid_round: int, runs: dict, seeds: list[int]) -> None:
+        """Accept T into the grid, unless the first seed's probe says it is already worse (then stop)."""
+        if self.probe and len(seeds) > 1:
+            best, _ = best_mean_t(self.rows(runs, seeds))
+            first = seeds[0]
+            at_best = released_row(runs[(first, best)]["row"], self.average)["excess_loss"]
+            at_new = released_row(runs[(first, T)]["row"], self.average)["excess_loss"]
+            if not at_new < at_best:
+                log.info("%s: seed %d at T=%d (%.6g) is not below its loss at the best T=%d (%.6g): the T search "
+                         "stops there", self.name, first, T, at_new, best, at_best)
+                self.rejected, self.done = T, True
+                return
+        self.grid.append(T)
+        self.joined[T] = grid_round
+
+    def outputs(self, runs: dict, seeds: list[int]) -> tuple[list[dict], list, list]:
+        """The member's rows, curves and ledger frames, labelled with its configuration name."""
+        rows, curves, ledgers = [], [], []
+        extended = any(self.joined.values())
+        for s in seeds:
+            for T in self.grid:
+                run = runs[(s, T)]
+                row = released_row(run["row"], self.average)
+                row.update({"algorithm": self.name, "hyper": json.dumps(self.hyper, sort_keys=True, default=str),
+                            "grid_round": self.joined[T], "grid_extended": extended,
+                            "probe_rejected_T": self.rejected})
+                rows.append(row)
+                if run["curve"] is not None:
+                    curves.append(run["curve"].assign(algorithm=self.name))
+                if run["ledger"] is not None:
+                    ledgers.append(run["ledger"].astype({"algorithm": "object"}).assign(algorithm=self.name))
+        return rows, curves, ledgers
+
+
+def released_row(row: dict, average: str) -> dict:
+    """A run's row for the model it released with ``average`` (one trajectory, several released
+    models: the unit's rows keep each one's excess loss, accuracy and held-out metrics in ``released``)."""
+    out = {k: v for k, v in row.items() if k != "released"}
+    out.update(row["released"][average])
+    return out
+
+
+def _run_units(problem, spec: dict, base: str, eps: float, seeds: list[int], Ts: list[int], grid_round: int,
+               prov: dict, max_points: int, test=None, averages: tuple[str, ...] = ("none",),
+               wanted: dict[int, list[int]] | None = None) -> dict[int, dict]:
+    """One batch of the runs {seed: Ts} (``wanted``; default every seed x ``Ts``) -> {seed: {'rows': result
+    rows, 'curves': downsampled curve frames, 'ledger': the runs' ledger frames (:func:`ledger_frame`)}}.
+
+    Each run releases a model for every one of ``averages``; its row (the first average's) keeps them all in
+    ``released`` ({average: excess_loss, average, train_accuracy and, with ``test``, the held-out metrics}).
+    ``test``: the test split's problem (holdout on)."""
+    wanted = wanted or {s: list(Ts) for s in seeds}
     units = {s: {"rows": [], "curves": [], "ledger": []} for s in seeds}
-    results = run_algorithm(problem, spec["dataset"], base, eps, seeds, Ts, delta=spec.get("delta"),
-                            conversion=spec["conversion"], hyper=dict(spec.get("hyper") or {}),
-                            loss_iterates=lambda T: curve_indices(T, max_points))
+    hyper = dict(spec.get("hyper") or {})
+    if averages[0] != "none":
+        hyper["average"] = averages[0]
+    # one batch: the runs of every (seed, T) wanted, whatever the seeds' T lists
+    runs = [(s, T) for s in seeds for T in wanted[s]]
+    delta, rho = resolve_budget(eps, spec.get("delta"), problem.n, spec["conversion"])
+    check_run(base, eps, spec.get("delta"), sorted({T for _, T in runs}), spec["conversion"], hyper=hyper)
+    results = run_at_rho(problem, spec["dataset"], base, eps, delta, spec["conversion"], rho, runs, hyper,
+                         loss_iterates=lambda T: curve_indices(T, max_points), averages=averages[1:])
     for res in results:
         seed = res.identity.seed
         rows, curves = units[seed]["rows"], units[seed]["curves"]
@@ -283,13 +402,23 @@ def _run_units(problem, spec: dict, base: str, eps: float, seeds: list[int], Ts:
                     "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
                     "hyper": spec.get("hyper") or {}, "grid_round": grid_round, **prov,
                     "timestamp_utc": utc_timestamp()})
+        released = {}
+        for a in averages:
+            model = res.released_as(a)
+            released[a] = {"excess_loss": model.released_excess_loss, "average": a,
+                           "train_accuracy": float("nan") if model.train_accuracy is None
+                           else float(model.train_accuracy)}
+            if test is not None:
+                released[a].update(heldout_metrics(test, model.w))
         if test is not None:
-            rec.update({"holdout": float(spec["holdout"]), "n_test": test.n, **heldout_metrics(test, res.w)})
-        rows.append(flatten_record(rec))
+            rec.update({"holdout": float(spec["holdout"]), "n_test": test.n, **released[averages[0]]})
+        row = flatten_record(rec)
+        row["released"] = released
+        rows.append(row)
         units[seed]["ledger"].append(ledger_frame(res.ledger, rec, prov["config_hash"]))
-        log.info("  seed %d T=%d excess_loss=%.6g runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
-                 seed, res.identity.iterations, rec["excess_loss"], rec["runtime_s"], rec["rho"],
-                 rec["ledger_rho_total"], rec["resets"])
+        log.info("  seed %d T=%d excess_loss=%s runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
+                 seed, res.identity.iterations, " ".join(f"{a}:{v['excess_loss']:.6g}" for a, v in released.items()),
+                 rec["runtime_s"], rec["rho"], rec["ledger_rho_total"], rec["resets"])
         if max_points:
             idx = curve_indices(res.identity.iterations, max_points)
             curves.append(pd.DataFrame({

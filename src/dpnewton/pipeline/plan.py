@@ -1,7 +1,8 @@
 """Experiment config -> the list of optimizer jobs, plus stable hashes and labels.
 
 A *job* is one (dataset, algorithm, conversion, epsilon, seed chunk); it runs every seed of its
-chunk times every T of the algorithm's grid (see ``docs/pipeline.md`` for why). Everything that
+chunk times every T of the algorithm's grid (see ``docs/pipeline.md`` for why), and releases the
+models of every configuration that shares its trajectory (:func:`share_trajectories`). Everything that
 determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``config_hash`` column
 of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
 A ``holdout`` enters the specs (and the protocol) only when it is on, so the jobs of a config
@@ -239,6 +240,8 @@ def extension_spec(cfg: dict, algo: dict, eps: str, max_passes: int | None = Non
     if not tuning["extend_grid"] or cap is None:
         return None
     rule = {"factor": int(tuning["factor"]), "max_iterations": cap}
+    if tuning["probe_first_seed"]:
+        rule["probe_first_seed"] = True
     return rule if max_passes is None else {**rule, "max_passes": int(max_passes)}
 
 
@@ -343,7 +346,52 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
             if precision != "float64":
                 spec["precision"] = precision
             jobs.append(Job(ds, alg, conv, e, label, spec))
+    jobs = share_trajectories(jobs, algos, registry)
     return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout, given)
+
+
+def share_trajectories(jobs: list[Job], algos: dict[str, dict], registry) -> list[Job]:
+    """One trajectory, every released model: jobs whose configurations differ only in ``average``
+    (same dataset, registered algorithm, other hyper-parameters, conversion, epsilon and seeds) become
+    one job, named by the first of them in config order, whose runs release every member's model
+    (:attr:`dpnewton.algorithms.base.RunContext.averages`). Each member keeps its own T grid and
+    extension rule (``spec['members']``, read by :func:`job_members`); the members' runs share their
+    noise draws anyway (the run's identity names the registered algorithm), so every row has the bits
+    a job of its configuration alone would give. Jobs of one configuration keep their spec and hash."""
+    groups: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        base = job.spec["base_algorithm"]
+        hyper = {k: v for k, v in job.spec["hyper"].items() if k != "average"}
+        shared = registry[base].averaging if base in registry else False
+        key = (job.dataset, job.conversion, job.eps, job.chunk, base, json.dumps(hyper, sort_keys=True, default=str),
+               job.algorithm if not shared else "")
+        groups.setdefault(key, []).append(job)
+    out = []
+    for key, members in groups.items():
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        owner = members[0]
+        spec = {k: v for k, v in owner.spec.items() if k not in ("iterations", "extend")}
+        spec["hyper"] = json.loads(key[5])
+        spec["members"] = {m.algorithm: {"average": m.spec["hyper"].get("average", "none"),
+                                         "hyper": m.spec["hyper"], "iterations": m.spec["iterations"],
+                                         "extend": m.spec["extend"]} for m in members}
+        out.append(Job(owner.dataset, owner.algorithm, owner.conversion, owner.eps, owner.chunk, spec))
+    return out
+
+
+def job_members(spec: dict) -> dict[str, dict]:
+    """The configurations a job's runs release models for: {configuration name: {'average',
+    'iterations', 'extend'}}. A job of one configuration has one member (its spec's own grid and
+    extension rule); a job shared by configurations that differ only in ``average`` (one trajectory,
+    every released model: :func:`share_trajectories`) lists each in ``spec['members']``; ``hyper`` is
+    the member's own (with its ``average``), the spec's ``hyper`` the shared trajectory's."""
+    if "members" in spec:
+        return {name: dict(m) for name, m in spec["members"].items()}
+    hyper = dict(spec.get("hyper") or {})
+    return {spec["algorithm"]: {"average": hyper.get("average", "none"), "hyper": hyper,
+                                "iterations": list(spec["iterations"]), "extend": spec.get("extend")}}
 
 
 def protocol_summary(plan: Plan) -> dict:
@@ -368,6 +416,8 @@ def protocol_summary(plan: Plan) -> dict:
                            for a, v in plan.algorithms.items()}
         if cfg["tuning"]["extend_grid"] else {},
         "grid_extension_factor": int(cfg["tuning"]["factor"]) if cfg["tuning"]["extend_grid"] else None,
+        "grid_extension_probe": bool(cfg["tuning"]["extend_grid"] and cfg["tuning"]["probe_first_seed"]),
+        "shared_trajectories": {j.algorithm: list(j.spec["members"]) for j in plan.jobs if "members" in j.spec},
         "conversion_studies": [{"algorithms": s["algorithms"] or [s["algorithm"]], "conversions": s["conversions"],
                                 "datasets": s["datasets"], "epsilons": s["epsilons"]} for s in studies(cfg)],
         "dataset_max_passes": {ds: v["max_passes"] for ds, v in plan.datasets.items() if v["max_passes"] is not None},

@@ -56,6 +56,14 @@ def protocol_markdown(p: dict) -> str:
                  f"also runs T x {p['grid_extension_factor']}, repeatedly, up to its cap; at the smallest T (above 1) "
                  f"it runs T / {p['grid_extension_factor']}, down to T = 1. A best T still at an edge is flagged "
                  f"``at_edge`` (results/tables/best_T_edges.md). Caps: {caps};")
+        if p.get("grid_extension_probe"):
+            L.append("* probe first: in each extension round seed 0 (a chunk's first seed) runs the new T alone; if "
+                     "its excess loss there is not below its own at the current best T, the search stops without the "
+                     "other seeds (rows: `probe_rejected_T`). Non-private, like the best-T selection;")
+    if p.get("shared_trajectories"):
+        shared = "; ".join(" + ".join(m) for m in dict.fromkeys(tuple(v) for v in p["shared_trajectories"].values()))
+        L.append(f"* one trajectory, every released model: configurations that differ only in the averaging of the "
+                 f"released model share their runs ({shared}); each keeps its own T grid and cap;")
         if p.get("dataset_max_passes"):
             L.append("* pass caps (grid extension stops at this many pass-equivalents per run): "
                      + "; ".join(f"{d} {c}" for d, c in p["dataset_max_passes"].items()) + ";")

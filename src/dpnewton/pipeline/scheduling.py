@@ -1,0 +1,117 @@
+"""Longest-first order of the optimizer jobs: rule ``run_job``'s ``priority:``.
+
+Snakemake starts the ready jobs of highest priority first. With every job at the same priority the
+long jobs (DP-GD at epsilon 10 with a grid extended far beyond its declared T values) may start last
+and run alone while the other cores idle. Ordering the jobs longest first (the LPT rule) leaves the
+short jobs for the end, where they fill the cores beside the last long one.
+
+The cost is an **ordering heuristic, not a prediction** of the job's time: it is computed from the
+job spec alone (:func:`dpnewton.pipeline.plan.expand`), before any data file exists, in
+pass-equivalents x n x d (:func:`estimated_cost`). Only its order matters.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..data import DatasetError
+from ..data.registry import get_spec
+from .frontier import pass_equivalents
+from .plan import job_members
+
+#: (n, d) of a dataset whose size neither its options nor the registry give (``custom``): the
+#: synthetic dataset's default size
+DEFAULT_SHAPE = (10000, 100)
+#: priority steps per factor 10 of the estimated cost (100: costs 2.3 % apart get different priorities)
+PRIORITY_PER_DECADE = 100
+#: no optimizer job gets a priority above this (a rule meant to run before every optimizer job, such
+#: as the data preparation, needs a higher one); every job gets at least 1, above the default 0
+MAX_JOB_PRIORITY = 10_000
+
+
+def dataset_shape(spec: dict) -> tuple[int, int]:
+    """(n, d) of the job's dataset: the spec's ``dataset_options`` ``n`` and ``d`` where given (the
+    synthetic dataset), else the registry's shape with default options
+    (:attr:`dpnewton.data.registry.DatasetSpec.shape`), else :data:`DEFAULT_SHAPE` (per entry). A
+    holdout's smaller training split is not taken into account (it scales every job of the dataset alike)."""
+    try:
+        shape = get_spec(spec["dataset"]).shape
+    except DatasetError:
+        shape = (None, None)
+    options = spec.get("dataset_options") or {}
+    out = []
+    for key, registered, default in zip(("n", "d"), shape, DEFAULT_SHAPE):
+        value = options.get(key, registered)
+        out.append(int(value) if isinstance(value, (int, float)) and value >= 1 else default)
+    return out[0], out[1]
+
+
+def _capped_extension(ext: dict, first: float, per: float) -> int:
+    """The largest T an extension rule lets the job run: its ``max_iterations``, lowered by its
+    ``max_passes`` (the dataset's cap in pass-equivalents per run) as the job does it
+    (:func:`dpnewton.pipeline.jobs.pass_capped`)."""
+    cap = int(ext["max_iterations"])
+    if "max_passes" in ext and math.isfinite(first) and math.isfinite(per) and per > 0:
+        cap = min(cap, max(1, int(math.floor((float(ext["max_passes"]) - first) / per)) + 1))
+    return cap
+
+
+def run_values(spec: dict) -> list[int]:
+    """The T values the cost counts: the union of the job's members' grids
+    (:func:`dpnewton.pipeline.plan.job_members`: one trajectory per T serves every member), plus, for
+    every member whose grid may be extended upwards, its cap (after its ``max_passes``) once, when it
+    is above the grid.
+
+    Counting the cap's run once stands for the extension's expected cost: an extension doubles (by
+    the rule's ``factor``) the largest T while the best T is at the top, so the runs it adds sum to
+    about the last T x factor / (factor - 1); a run that is extended at all tends to go far (DP-GD
+    at epsilon 10), one that is not adds nothing. Downward extensions (T below the grid) are cheap
+    and not counted."""
+    first, per = _passes(spec)
+    Ts: set[int] = set()
+    for member in job_members(spec).values():
+        grid = [int(t) for t in member["iterations"]]
+        Ts |= set(grid)
+        ext = member.get("extend")
+        if ext and len(grid) > 1 and ext.get("max_iterations") is not None and ext.get("factor"):
+            cap = _capped_extension(ext, first, per)
+            if cap > max(grid):
+                Ts.add(cap)
+    return sorted(Ts)
+
+
+def _passes(spec: dict) -> tuple[float, float]:
+    n, d = dataset_shape(spec)
+    base = spec.get("base_algorithm") or spec["algorithm"]
+    return pass_equivalents(base, n, d, spec.get("hyper"))
+
+
+def run_passes(first: float, per: float, T: int) -> float:
+    """Passes of one run of T updates, first + (T - 1) x per; one pass for a method without a pass
+    count per update (a one-shot method, whose cost is its solver's, unknown before the run, or an
+    unregistered name). That undercounts a one-shot solve (a few Newton steps), whose jobs are short
+    at the datasets' sizes anyway."""
+    if not (math.isfinite(first) and math.isfinite(per)):
+        return 1.0
+    return first + (T - 1) * per
+
+
+def estimated_cost(spec: dict) -> float:
+    """The job's cost in pass-equivalents x n x d x seeds: the passes of every run (:func:`run_values`,
+    :func:`run_passes` with :func:`dpnewton.pipeline.frontier.pass_equivalents` of the base
+    algorithm), times n x d of the dataset (:func:`dataset_shape`), times the number of seeds. An
+    ordering heuristic, not a prediction (module docstring)."""
+    first, per = _passes(spec)
+    n, d = dataset_shape(spec)
+    passes = sum(run_passes(first, per, T) for T in run_values(spec))
+    return passes * n * d * max(1, len(spec.get("seeds") or []))
+
+
+def priority(spec: dict) -> int:
+    """The job's priority: :data:`PRIORITY_PER_DECADE` x log10 of :func:`estimated_cost`, rounded, in
+    [1, :data:`MAX_JOB_PRIORITY`] (an int: Snakemake's schedulers take an int or a float; above the
+    other rules' default 0)."""
+    cost = estimated_cost(spec)
+    if not (cost > 0 and math.isfinite(cost)):
+        return 1
+    return int(min(MAX_JOB_PRIORITY, max(1, round(PRIORITY_PER_DECADE * math.log10(cost)))))
