@@ -50,6 +50,7 @@ SECTIONS = [
     ("selection_clip", "10. Private selection: the clip C of the private score, on public synthetic data"),
     ("loss_recording", "11. Loss recording: every iterate's loss vs only the curve's points (batched DP-GD)"),
     ("float32", "12. float32 products: pass speed and the shift of mean excess losses per method and dataset"),
+    ("t_search_replay", "13. T-grid search with a seed-0 probe per extension round, replayed on the claims run's losses"),
 ]
 
 

@@ -3,7 +3,7 @@
 * Configurations that differ only in ``average`` share one job (:func:`~dpnewton.pipeline.plan.share_trajectories`):
   its rows, curves and ledger equal, bit for bit, those of one job per configuration, each member keeping
   its own grid and cap; jobs of one configuration keep their spec.
-* ``probe_first_seed``: the grid a probing job ends with is the one obtained by replaying the rule by
+* ``probe_first_seed`` (stop when seed 0 at the proposed T is above every seed at the best T): the grid a probing job ends with is the one obtained by replaying the rule by
   hand on the rows of the same job run without the probe (every seed at every proposed T), and the
   probe job runs no (seed, T) that the replay does not.
 """
@@ -104,8 +104,8 @@ def _replay(full: pd.DataFrame, grid: list[int], cap: int, first_seed: int) -> t
             new = max(1, best // 2)
         else:
             return grid, 0
-        seed = full[full["seed"] == first_seed].set_index("iterations")["excess_loss"]
-        if not seed[new] < seed[best]:
+        at = full.set_index(["seed", "iterations"])["excess_loss"]
+        if at[(first_seed, new)] > full.loc[full["iterations"] == best, "excess_loss"].max():
             return grid, new
         grid.append(new)
 

@@ -58,7 +58,7 @@ def protocol_markdown(p: dict) -> str:
                  f"``at_edge`` (results/tables/best_T_edges.md). Caps: {caps};")
         if p.get("grid_extension_probe"):
             L.append("* probe first: in each extension round seed 0 (a chunk's first seed) runs the new T alone; if "
-                     "its excess loss there is not below its own at the current best T, the search stops without the "
+                     "its excess loss there is above every seed's at the current best T, the search stops without the "
                      "other seeds (rows: `probe_rejected_T`). Non-private, like the best-T selection;")
     if p.get("shared_trajectories"):
         shared = "; ".join(" + ".join(m) for m in dict.fromkeys(tuple(v) for v in p["shared_trajectories"].values()))
