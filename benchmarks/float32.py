@@ -23,7 +23,20 @@ problem minus on the float64 problem) and the update-time ratio float64 / float3
 timer on CPU time; runs of the two precisions alternate). Verdict per (method, dataset): float32 is
 safe if the ratio is < 0.1 at every epsilon, else keep float64 there.
 
+(c) Long T (``--long``, run on its own: it replaces only the long-T block of the section). (b) stops at
+the default grids' largest T (300); the claims config runs last-iterate DP-GD to T = 307,200 at epsilon
+10, with best T of 38,400-76,800 on adult and protein, so float32 rounding has far more steps to build
+up. DP-GD as config/claims.yaml's ``dp-gd`` and ``dp-gd-tail`` (step 4), at epsilon 10 with seeds
+0..3 at each T of :data:`LONG_RUNS`: one run per seed and precision with ``average: tail`` releases
+both models of one trajectory, the last iterate (``none``) and the mean of the last ceil(T/2) iterates
+(``tail``). Per (dataset, T, average): the (b) ratio |mean float32 - mean float64| / s.e. (pass:
+< 0.1), and the update CPU time per step of the seed batch in each precision (speed ratio float64 /
+float32). The T set is bounded by cost (a step of 4 runs costs ~10-13 ms float64 and ~55 % of that
+in float32 on one core): a probe of :data:`LONG_PROBE_T` steps per cell first estimates the whole
+check, which stops before it starts if that exceeds ``--long-max-minutes``.
+
     python benchmarks/float32.py [--datasets a1a synthetic adult protein] [--seeds 8] [--skip-speed]
+    python benchmarks/float32.py --long [--long-runs a1a:9600 adult:38400] [--long-max-minutes 20]
 """
 
 from __future__ import annotations
@@ -31,6 +44,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import json
 import time
 from pathlib import Path
 
@@ -52,6 +66,17 @@ SPEED_SHAPES = {"a1a": (30956, 124), "adult": (45220, 105), "protein": (50000, 7
 EPSILONS = (0.1, 1.0, 10.0)
 SAFE = 0.1
 CONFIG = common.REPO_DIR / "config" / "config.yaml"
+#: the long-T check (c): the claims config's DP-GD entries, epsilon, seeds and dataset -> T. T = 76,800 and
+#: 307,200 cost ~20-25 and ~80-100 min of one core per dataset: beyond the check's ~15 minutes
+LONG_CONFIG = common.REPO_DIR / "config" / "claims.yaml"
+LONG_METHODS = ("dp-gd", "dp-gd-tail")
+LONG_EPSILON = 10.0
+LONG_SEEDS = 4
+LONG_RUNS = {"a1a": (9600,), "adult": (38400,)}
+#: steps of the probe run per (dataset, precision) that estimates the check's cost
+LONG_PROBE_T = 300
+#: the line that starts the long-T block of results/float32.md
+LONG_MARK = "**Long T**"
 
 
 def method_grid() -> dict[str, dict]:
@@ -157,15 +182,191 @@ def verdicts(cells: list[dict]) -> list[dict]:
     return out
 
 
+def long_entry() -> dict:
+    """{'base', 'hyper'} of config/claims.yaml's ``dp-gd-tail``, checked to be its ``dp-gd`` (the last
+    iterate) with ``average: tail``: one run releases the models of both."""
+    cfg = load_config(yaml.safe_load(Path(LONG_CONFIG).read_text()))
+    grids, _ = algorithm_grids(cfg, ALGORITHMS)
+    last, tail = (grids[m] for m in LONG_METHODS)
+    if tail["base"] != last["base"] or tail["hyper"] != {**last["hyper"], "average": "tail"}:
+        raise ValueError(f"{LONG_CONFIG.name}: {LONG_METHODS[1]} is not {LONG_METHODS[0]} with average: tail")
+    return {"base": tail["base"], "hyper": dict(tail["hyper"])}
+
+
+def long_pair(problems: dict, name: str, entry: dict, T: int, seeds: list[int], first: str) -> dict:
+    """Both precisions' runs of one (dataset, T), ``first`` first: precision -> (excess losses of the
+    last iterates, of the tail averages, seconds of update CPU time summed over the seeds)."""
+    out = {}
+    for prec in (first, "float32" if first == "float64" else "float64"):
+        runs = run_algorithm(problems[prec], name, entry["base"], LONG_EPSILON, seeds, T,
+                             hyper=copy.deepcopy(entry["hyper"]), loss_iterates=last_iterate_only)
+        out[prec] = (np.array([r.final_excess_loss for r in runs]), np.array([r.released_excess_loss for r in runs]),
+                     sum(r.runtime_s for r in runs))
+    return out
+
+
+def long_check(runs: dict[str, tuple[int, ...]], seeds: list[int],
+               max_minutes: float) -> tuple[list[dict], list[dict]]:
+    """(per-run rows, per-(dataset, T, average) cells) of the long-T check (module docstring, (c))."""
+    entry = long_entry()
+    problems = {}
+    for name in runs:
+        p64 = common.load(name)
+        problems[name] = {"float64": p64, "float32": p64.with_precision("float32")}
+    estimate = 0.0
+    for name, Ts in runs.items():
+        probe = long_pair(problems[name], name, entry, LONG_PROBE_T, seeds, "float64")
+        per_step = sum(t for _, _, t in probe.values()) / LONG_PROBE_T
+        estimate += per_step * sum(Ts)
+        print(f"probe {name} T={LONG_PROBE_T}: {1e3 * per_step:.2f} ms per step of both precisions ({len(seeds)} "
+              f"runs each) -> T {', '.join(map(str, Ts))}: ~{per_step * sum(Ts) / 60:.1f} min", flush=True)
+    print(f"long-T check: estimated {estimate / 60:.1f} min of update CPU time", flush=True)
+    if estimate / 60 > max_minutes:
+        raise SystemExit(f"the long-T check would take ~{estimate / 60:.0f} min > --long-max-minutes {max_minutes:g}: "
+                         "shrink --long-runs")
+    rows, cells = [], []
+    k = 0
+    for name, Ts in runs.items():
+        for T in Ts:
+            out = long_pair(problems[name], name, entry, T, seeds, "float64" if k % 2 == 0 else "float32")
+            k += 1
+            (last64, tail64, t64), (last32, tail32, t32) = out["float64"], out["float32"]
+            for i, s in enumerate(seeds):
+                rows.append({"dataset": name, "T": T, "seed": s, "last_float64": last64[i], "last_float32": last32[i],
+                             "tail_float64": tail64[i], "tail_float32": tail32[i]})
+            for average, ex64, ex32 in (("none", last64, last32), ("tail", tail64, tail32)):
+                diff = float(ex32.mean() - ex64.mean())
+                se = float(ex64.std(ddof=1) / np.sqrt(len(seeds)))
+                ratio = abs(diff) / se if se > 0 else (0.0 if diff == 0 else np.inf)
+                if not (np.isfinite(ex64).all() and np.isfinite(ex32).all()):
+                    ratio = np.nan
+                cells.append({"dataset": name, "T": T, "average": average, "epsilon": LONG_EPSILON,
+                              "seeds": len(seeds), "mean_float64": float(ex64.mean()),
+                              "mean_float32": float(ex32.mean()),
+                              "difference": diff, "se_float64": se, "ratio": ratio,
+                              "max_seed_difference": float(np.max(np.abs(ex32 - ex64))),
+                              "ms_per_step_float64": 1e3 * t64 / T, "ms_per_step_float32": 1e3 * t32 / T,
+                              "speed_ratio": t64 / t32 if t32 > 0 else np.nan,
+                              "verdict": "pass" if ratio < SAFE else "fail"})
+                print(f"{name} T={T} {average}: diff {diff:.3g} se {se:.3g} ratio {ratio:.3g} "
+                      f"speed x{cells[-1]['speed_ratio']:.2f}", flush=True)
+    return rows, cells
+
+
+def read_rows(name: str) -> list[dict]:
+    """The rows of results/``name``, numbers as floats (none when the file is absent)."""
+    path = common.RESULTS_DIR / name
+    if not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out = []
+    for r in rows:
+        row = {}
+        for key, value in r.items():
+            try:
+                row[key] = float(value)
+            except ValueError:
+                row[key] = value
+        out.append(row)
+    return out
+
+
+def long_markdown() -> str:
+    """The long-T block of the section, from results/float32_long.csv ("" when it is absent)."""
+    cells = read_rows("float32_long.csv")
+    if not cells:
+        return ""
+    for c in cells:
+        c["T"], c["seeds"] = int(c["T"]), int(c["seeds"])
+    once = [c for c in cells if c["average"] == "none"]        # one row per (dataset, T): its runs and times
+    runs = ", ".join(f"{name} {', '.join(str(c['T']) for c in once if c['dataset'] == name)}"
+                     for name in dict.fromkeys(c["dataset"] for c in cells))
+    total = sum(c["T"] * (c["ms_per_step_float64"] + c["ms_per_step_float32"]) / 1e3 for c in once)
+    both = {c["dataset"]: (c["ms_per_step_float64"] + c["ms_per_step_float32"]) / 1e3 for c in cells}
+    cost = "; ".join(f"{name} {76800 * t / 60:.0f} min at T = 76,800, {307200 * t / 60:.0f} min at 307,200"
+                     for name, t in both.items())
+    ratios = np.array([c["ratio"] for c in cells], dtype=float)
+    worst = cells[int(np.nanargmax(ratios))] if np.isfinite(ratios).any() else cells[0]
+    failed = [c for c in cells if c["verdict"] != "pass"]
+    verdict = (f"**Verdict: pass** at every (dataset, T, average): the largest ratio is {worst['ratio']:.3g} "
+               f"({worst['dataset']}, T = {worst['T']}, {worst['average']}), below {SAFE}; float32 is safe for "
+               "DP-GD at these T."
+               if not failed else
+               "**Verdict: fail** at "
+               + ", ".join(f"{c['dataset']} T = {c['T']} {c['average']} (ratio {c['ratio']:.3g})" for c in failed)
+               + f": keep float64 there ({SAFE} s.e. or more).")
+    speed = ", ".join(f"{c['dataset']} T = {c['T']} x{c['speed_ratio']:.2f}" for c in once)
+    md = [f"{LONG_MARK} (`python benchmarks/float32.py --long`; `float32_long.csv` per cell, `float32_long_runs.csv` "
+          "per run): DP-GD as config/claims.yaml's `dp-gd` and `dp-gd-tail` (step 4) at epsilon "
+          f"{LONG_EPSILON:g}, seeds 0..{cells[0]['seeds'] - 1} under both precisions (same noise draws); one run per "
+          "seed and precision releases both models of its trajectory: the last iterate (`none`) and the mean of "
+          f"the last ceil(T/2) iterates (`tail`). T: {runs}. The claims config runs last-iterate DP-GD up to "
+          "T = 307,200 at epsilon 10 (best T 38,400-76,800 on adult and protein); the T set is what fits in about "
+          "15 minutes of one core: a cell costs T x (float64 + float32 time per step), here "
+          f"{cost}. `ratio` = |mean float32 - mean float64| / s.e. (float64, ddof=1; pass: < {SAFE}); "
+          "`ms_per_step_*`: update CPU time per step of the seed batch; `speed_ratio` = float64 / float32.", "",
+          common.md_table(cells, ["dataset", "T", "average", "mean_float64", "mean_float32", "difference", "se_float64",
+                                  "ratio", "max_seed_difference", "ms_per_step_float64", "ms_per_step_float32",
+                                  "speed_ratio", "verdict"],
+                          {"mean_float64": ".6g", "mean_float32": ".6g", "difference": ".2e", "se_float64": ".2e",
+                           "ratio": ".3g", "max_seed_difference": ".2e", "ms_per_step_float64": ".2f",
+                           "ms_per_step_float32": ".2f", "speed_ratio": ".2f"}), "",
+          f"{verdict} Speed (update time float64 / float32): {speed}. Update CPU time of the check (both "
+          f"precisions): {total / 60:.1f} min."]
+    return "\n".join(md)
+
+
+def write_long_block(block: str) -> None:
+    """results/float32.md with its long-T block replaced by ``block`` (the rest as the last full run
+    wrote it), and README.md rebuilt; the long run's environment goes to float32_long.env.json."""
+    section = common.RESULTS_DIR / "float32.md"
+    discussion = common.RESULTS_DIR / "float32_discussion.md"
+    text = section.read_text() if section.exists() else ""
+    if discussion.exists():
+        text = text.rstrip().removesuffix(discussion.read_text().strip())
+    text = text.split("\n" + LONG_MARK)[0].rstrip()
+    text = (text + "\n\n" + block) if text else block
+    if discussion.exists():
+        text = text.rstrip() + "\n\n" + discussion.read_text()
+    section.write_text(text.rstrip() + "\n")
+    (common.RESULTS_DIR / "float32_long.env.json").write_text(json.dumps(common.environment(), indent=1, default=str))
+    common.write_readme()
+
+
+def parse_runs(items: list[str]) -> dict[str, tuple[int, ...]]:
+    """["a1a:9600", "adult:9600", "adult:38400"] -> {"a1a": (9600,), "adult": (9600, 38400)}."""
+    runs: dict[str, list[int]] = {}
+    for item in items:
+        name, _, T = item.partition(":")
+        runs.setdefault(name, []).append(int(T))
+    return {name: tuple(Ts) for name, Ts in runs.items()}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=["a1a", "synthetic", "adult", "protein"])
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=7, help="interleaved repetitions of the speed part")
     ap.add_argument("--skip-speed", action="store_true", help="keep the speed CSV of an earlier run")
+    ap.add_argument("--long", action="store_true", help="run only the long-T DP-GD check (c)")
+    ap.add_argument("--long-runs", nargs="+", metavar="DATASET:T",
+                    default=[f"{name}:{T}" for name, Ts in LONG_RUNS.items() for T in Ts])
+    ap.add_argument("--long-max-minutes", type=float, default=20.0,
+                    help="stop before the long-T check when its estimated cost exceeds this")
     args = ap.parse_args()
     common.use_clock_in_library("cpu")
     t0 = time.perf_counter()
+    if args.long:
+        with threadpool_limits(1):
+            runs, cells = long_check(parse_runs(args.long_runs), list(range(LONG_SEEDS)), args.long_max_minutes)
+        common.write_csv("float32_long_runs.csv", runs)
+        common.write_csv("float32_long.csv", cells)
+        block = long_markdown()
+        write_long_block(block)
+        print(block)
+        print(f"long-T check: {(time.perf_counter() - t0) / 60:.1f} min wall")
+        return
     grid = method_grid()
     with threadpool_limits(1):
         if not args.skip_speed:
@@ -202,6 +403,9 @@ def main():
                           {"max_ratio": ".3g", "max_seed_difference": ".2e", "min_se": ".2e",
                            "max_evaluation_error": ".2e", "update_time_ratio": ".2f"}), "",
           f"Whole benchmark: {minutes:.1f} min wall."]
+    long_block = long_markdown()   # the last --long run's, from its CSV
+    if long_block:
+        md += ["", long_block]
     common.write_section("float32", "\n".join(md))
     print("\n".join(md))
 

@@ -7,7 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpnewton.data.prepare import prepare
+from dpnewton.pipeline import config as pipecfg
 from dpnewton.pipeline import timing as tm
+from dpnewton.problems import load_split_from_prepared
 
 ALGORITHMS = {
     "dp-gd": {"base": "dp-gd", "hyper": {}},
@@ -107,8 +110,6 @@ def test_lone_runtime_is_first_update_plus_the_rest():
 
 
 def test_run_timing_writes_raw_rows_that_load_back(tmp_path):
-    from dpnewton.data.prepare import prepare
-
     prepared = prepare("synthetic", cache_dir=tmp_path, out=tmp_path / "synthetic.npz", n=500, d=4, seed=1).path
     spec = {"dataset": "synthetic", "configurations": {"dp-gd": ALGORITHMS["dp-gd"]}, "repeats": 2,
             "seconds_per_run": 0.002, "epsilon": 1.0, "conversion": "bs16", "delta": None}
@@ -119,3 +120,49 @@ def test_run_timing_writes_raw_rows_that_load_back(tmp_path):
     assert list(costs["algorithm"]) == ["dp-gd"] and costs.loc[0, "rounds"] == 2
     assert costs.loc[0, "s_per_update"] == pytest.approx(raw["s_per_update"].median())
     assert costs.loc[0, "first_update_s"] == pytest.approx(raw["first_update_s"].median())
+
+
+def test_timing_spec_carries_holdout_and_precision_only_when_not_the_default():
+    """Absent or float64 (and no holdout): the spec the workflow passed before these keys existed, so the
+    rule's params, hence its outputs, stay; float32: the same spec plus ``precision``, as the run jobs'."""
+    cfg = pipecfg.load_config({"datasets": {"synthetic": {"options": {"n": 200, "d": 4, "seed": 0}}},
+                               "epsilons": [1], "seeds": 2, "algorithms": {"dp-gd": {"iterations": [8]}}})
+    confs = {"dp-gd": ALGORITHMS["dp-gd"]}
+    before = {"dataset": "synthetic", "configurations": confs, "repeats": cfg["timing"]["repeats"],
+              "seconds_per_run": cfg["timing"]["seconds_per_run"], "epsilon": cfg["timing"]["epsilon"],
+              "conversion": cfg["conversion"], "delta": cfg["delta"]}
+    assert "precision" not in cfg and tm.timing_spec(cfg, "synthetic", confs) == before
+    assert tm.timing_spec({**cfg, "precision": "float64"}, "synthetic", confs) == before
+    assert tm.timing_spec({**cfg, "precision": "float32"}, "synthetic", confs, holdout=0.2) == {
+        **before, "holdout": 0.2, "precision": "float32"}
+
+
+def test_run_timing_times_the_problem_in_the_spec_precision(tmp_path, monkeypatch):
+    """float64 (no key): the problem of load_split_from_prepared, bit for bit. float32: Z in float32, the
+    float64 optimum, and every margin within the float32 rounding bound of the float64 one:
+    (gamma_d + 4u) ||w||_1 for rows in the unit ball (Z and w rounded once, a d-term float32 sum), so the
+    loss, 1-Lipschitz in each margin, too."""
+    prepared = prepare("synthetic", cache_dir=tmp_path, out=tmp_path / "synthetic.npz", n=500, d=4, seed=1).path
+    reference, _ = load_split_from_prepared(prepared)
+    seen, real = [], tm.measure_update_costs
+
+    def spy(problem, *args, **kwargs):
+        seen.append(problem)
+        return real(problem, *args, **kwargs)
+
+    monkeypatch.setattr(tm, "measure_update_costs", spy)
+    spec = {"dataset": "synthetic", "configurations": {"dp-gd": ALGORITHMS["dp-gd"]}, "repeats": 1,
+            "seconds_per_run": 0.002, "epsilon": 1.0, "conversion": "bs16", "delta": None}
+    for prec in ("float64", "float32"):
+        s = spec if prec == "float64" else {**spec, "precision": prec}
+        assert len(tm.run_timing(prepared, s, tmp_path / f"{prec}.csv")) == 1
+    p64, p32 = seen
+    assert p64.precision == "float64" and p64.Z.dtype == np.float64 and p64.Z.tobytes() == reference.Z.tobytes()
+    assert p32.precision == "float32" and p32.Z.dtype == np.float32
+    assert (p32.n, p32.d, p32.loss_opt) == (reference.n, reference.d, reference.loss_opt)
+    u = 2.0 ** -24
+    for w in (np.linspace(-1.0, 1.0, reference.d), np.full(reference.d, 3.0)):
+        bound = (reference.d * u / (1 - reference.d * u) + 4 * u) * np.abs(w).sum()
+        diff = np.abs(p32.margins(w) - reference.margins(w)).max()
+        assert 0 < diff <= bound
+        assert abs(float(p32.loss(w)) - float(reference.loss(w))) <= bound

@@ -8,6 +8,7 @@ resumption from checkpoints with identical rows and ledger.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from pathlib import Path
@@ -85,11 +86,11 @@ def test_the_workflow_rules_name_the_packages_tracks_and_tables():
     assert ledger == str(ledger_path(rows))
 
 
-def _config(tracks_entry) -> dict:
+def _config(tracks_entry, **extra) -> dict:
     cfg = {"datasets": {"synthetic": {"options": {"n": 300, "d": 4, "seed": 0}}}, "epsilons": [0.1, 1, 10],
            "seeds": 2, "algorithms": {"dp-gd": {"iterations": [10]},
                                       "dp-gd-s8": {"algorithm": "dp-gd", "iterations": [10], "hyper": {"step": 8.0}},
-                                      "hess-clip": {"iterations": [2]}}}
+                                      "hess-clip": {"iterations": [2]}}, **extra}
     if tracks_entry is not None:
         cfg["tracks"] = tracks_entry
     pipecfg.load_config(cfg)
@@ -128,6 +129,25 @@ def test_expand_tracks_rejects_bad_methods(tmp_path, entry, message):
     cfg = _config(entry)
     with pytest.raises(ValueError, match=message):
         tracks.expand_tracks(cfg, pipecfg.expand(cfg, base_dir=tmp_path))
+
+
+def test_precision_enters_the_track_specs_only_when_float32(tmp_path):
+    """Absent or float64: no ``precision`` key, so the specs (their config hashes, checkpoint keys and
+    rows) are those of a config without it; float32: the same jobs, each spec plus the key, so their
+    hashes differ and float32 jobs never reuse float64 rows."""
+    entry = {"epsilons": [1, 10], "repetitions": 2,
+             "selection": {"methods": {"gd": {"variants": ["dp-gd", "dp-gd-s8"], "iterations": [10, 30]}}},
+             "fixed": {"methods": {"gd": {"variant": "dp-gd", "iterations": "snr"}}}}
+
+    def jobs(**extra):
+        cfg = _config(copy.deepcopy(entry), **extra)
+        return tracks.expand_tracks(cfg, pipecfg.expand(cfg, base_dir=tmp_path))
+
+    absent, f64, f32 = jobs(), jobs(precision="float64"), jobs(precision="float32")
+    assert len(absent) == 4 and absent == f64 and all("precision" not in spec for _, spec in absent)
+    assert f32 == [(stem, {**spec, "precision": "float32"}) for stem, spec in absent]
+    hashes = [{pipecfg.config_hash(spec) for _, spec in js} for js in (absent, f32)]
+    assert len(hashes[0]) == len(hashes[1]) == 4 and hashes[0].isdisjoint(hashes[1])
 
 
 def test_schema_rejects_an_unknown_rule():
@@ -223,6 +243,37 @@ def test_fixed_rule_rows_replay_run_algorithm(prepared, tmp_path):
         assert list(part["step"]) == [e.step for e in res.ledger.entries]
     fixed = tracks.run_track_job(prepared, _fixed_spec(7), tmp_path / "seven.csv")
     assert (fixed["selected_iterations"] == 7).all() and (fixed["iteration_rule"] == "fixed").all()
+
+
+@pytest.mark.parametrize("make_spec", [_fixed_spec, _selection_spec], ids=["fixed-rule", "private-selection"])
+def test_a_float32_job_runs_on_float32_products_and_moves_its_results_only_slightly(prepared, tmp_path, monkeypatch,
+                                                                                    make_spec):
+    """Without the key the job runs on the float64 problem of load_split_from_prepared (bit for bit) and
+    its config hash is the spec's; with ``precision: float32`` on Z in float32 with the float64 optimum.
+    Same repetition seeds, so the same noise draws: the same T, variant, releases and sigmas, and
+    excess losses within 1e-6 of float64's (float32 products: relative errors ~1e-7; observed ~1e-9)."""
+    seen, real = [], tracks.track_problem
+
+    def spy(prepared, spec):
+        seen.append(real(prepared, spec))
+        return seen[-1]
+
+    monkeypatch.setattr(tracks, "track_problem", spy)
+    spec = make_spec()
+    r64 = tracks.run_track_job(prepared, spec, tmp_path / "f64.csv")
+    r32 = tracks.run_track_job(prepared, {**spec, "precision": "float32"}, tmp_path / "f32.csv")
+    reference, _ = load_split_from_prepared(prepared)
+    p64, p32 = seen
+    assert p64.precision == "float64" and p64.Z.dtype == np.float64 and p64.Z.tobytes() == reference.Z.tobytes()
+    assert p32.precision == "float32" and p32.Z.dtype == np.float32 and p32.loss_opt == reference.loss_opt
+    assert set(r64["config_hash"]) == {pipecfg.config_hash(spec)} != set(r32["config_hash"])
+    for col in ("seed", "selected_iterations", "selected_variant", "n_releases"):
+        assert list(r32[col]) == list(r64[col])
+    np.testing.assert_allclose(r32["excess_loss"], r64["excess_loss"], rtol=0, atol=1e-6)
+    assert not np.array_equal(r32["excess_loss"], r64["excess_loss"])          # the float32 products ran
+    l64, l32 = (tracks.read_track_ledger(tmp_path / f"{p}.csv") for p in ("f64", "f32"))
+    assert len(l64) == len(l32) > 0
+    assert list(l32["sigma"]) == list(l64["sigma"]) and list(l32["rho"]) == list(l64["rho"])
 
 
 def test_interrupted_track_job_resumes_with_identical_rows(prepared, tmp_path, monkeypatch):

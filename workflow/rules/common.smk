@@ -241,19 +241,9 @@ def timed_configurations():
 
 
 def timing_spec(wildcards):
-    cfg = conf()
-    spec = {
-        "dataset": wildcards.dataset,
-        "configurations": timed_configurations(),
-        "repeats": cfg["timing"]["repeats"],
-        "seconds_per_run": cfg["timing"]["seconds_per_run"],
-        "epsilon": cfg["timing"]["epsilon"],
-        "conversion": cfg["conversion"],
-        "delta": cfg["delta"],
-    }
-    if holdout() is not None:
-        spec["holdout"] = holdout()
-    return spec
+    """The timing rule's spec (dpnewton.pipeline.timing.timing_spec: holdout and precision only when
+    not the default, as in the run jobs' specs)."""
+    return dpnewton("pipeline.timing").timing_spec(conf(), wildcards.dataset, timed_configurations(), holdout())
 
 
 def all_timings(wildcards=None):
@@ -415,6 +405,7 @@ def final_outputs(wildcards=None):
         if cfg["claims"]["enabled"]:
             out += claims_files("figures")
     return out
+
 
 def job_priority(wildcards):
     """Rule run_job's priority: longest job first (dpnewton.pipeline.scheduling.priority, an int that

@@ -27,6 +27,10 @@ An update's arithmetic does not depend on epsilon, the seed or the step size (on
 and the constants change), so one (first, cost) pair serves every cell of a configuration on a
 dataset; the configuration's own hyper-parameters are used, because some change the cost (a
 minibatch size). These are timings: they are not bit-reproducible, unlike every loss and noise draw.
+
+The problem is the run jobs': the training split with a holdout, and the config's ``precision``
+(float32 Z and products: about 1.6-2x cheaper passes, benchmarks/results/float32.md), which like the
+holdout enters the spec only when it is not the default (:func:`timing_spec`).
 """
 
 from __future__ import annotations
@@ -160,15 +164,44 @@ def lone_runtime(costs: dict[tuple[str, str], tuple[float, float]], dataset: str
     return 0.0 if iterations <= 0 else first + (float(iterations) - 1.0) * per_update
 
 
+def timing_spec(cfg: dict, dataset: str, configurations: dict[str, dict], holdout: float | None = None) -> dict:
+    """The timing rule's spec for one dataset of a filled config: ``configurations`` (name ->
+    ``{'base', 'hyper'}``), the ``timing`` settings, the primary conversion and delta; ``holdout`` (the
+    plan's fraction) and ``precision`` only when they are not the default (off, float64), so that the
+    spec of a config without them stays as it was."""
+    spec = {
+        "dataset": dataset,
+        "configurations": configurations,
+        "repeats": cfg["timing"]["repeats"],
+        "seconds_per_run": cfg["timing"]["seconds_per_run"],
+        "epsilon": cfg["timing"]["epsilon"],
+        "conversion": cfg["conversion"],
+        "delta": cfg["delta"],
+    }
+    if holdout is not None:
+        spec["holdout"] = holdout
+    precision = cfg.get("precision", "float64")      # no schema default (absent = float64), as in plan.expand
+    if precision != "float64":
+        spec["precision"] = precision
+    return spec
+
+
+def timing_problem(prepared: str | Path, spec: dict):
+    """The problem the timing rule times on: the run jobs' (the training split when ``spec`` has a
+    ``holdout``, Z in ``spec['precision']``, default float64)."""
+    return load_problem_from_prepared(Path(prepared), holdout=spec.get("holdout"),
+                                      precision=spec.get("precision", "float64"))
+
+
 def run_timing(prepared: str | Path, spec: dict, out_csv: str | Path) -> pd.DataFrame:
-    """Entry point of the timing rule: time ``spec['configurations']`` on one prepared dataset (on its
-    training split when ``spec`` has a ``holdout``, as the run jobs). Returns the raw rows as written
-    (with their ``file_rows`` column)."""
-    problem = load_problem_from_prepared(Path(prepared), holdout=spec.get("holdout"))
+    """Entry point of the timing rule: time ``spec['configurations']`` on one prepared dataset
+    (:func:`timing_problem`: the run jobs' problem). Returns the raw rows as written (with their
+    ``file_rows`` column)."""
+    problem = timing_problem(prepared, spec)
     blas = sorted({f"{i.get('internal_api')} {i.get('version')}" for i in threadpool_info()})
-    log.info("timing on %s (n=%d, d=%d): %s, %d rounds, ~%.2g s per timed run, epsilon %g (%s); BLAS %s",
-             spec["dataset"], problem.n, problem.d, ", ".join(spec["configurations"]), spec["repeats"],
-             spec["seconds_per_run"], spec["epsilon"], spec["conversion"], "; ".join(blas))
+    log.info("timing on %s (n=%d, d=%d, %s): %s, %d rounds, ~%.2g s per timed run, epsilon %g (%s); BLAS %s",
+             spec["dataset"], problem.n, problem.d, problem.precision, ", ".join(spec["configurations"]),
+             spec["repeats"], spec["seconds_per_run"], spec["epsilon"], spec["conversion"], "; ".join(blas))
     raw = measure_update_costs(problem, spec["dataset"], spec["configurations"], int(spec["repeats"]),
                                float(spec["seconds_per_run"]), float(spec["epsilon"]), spec["conversion"],
                                spec["delta"])

@@ -25,7 +25,9 @@ releases, which sum to its ``rho``, or the selected candidate's (the optimizer's
 score, which sum to ``candidate_rho``; no rows when K = 0), read verified by :func:`read_track_ledger`.
 The losing candidates' ledgers are secret (docs/algorithms.md §14.1) and are not written. Every draw
 derives from the repetition's seed (:func:`repetition_seed`), so results do not depend on batching
-or order.
+or order. A job's problem is the run jobs': the training split with a holdout, Z in the config's
+``precision``; each enters the spec only when it is not the default (off, float64), so the jobs of a
+config without them keep their hashes.
 """
 
 from __future__ import annotations
@@ -145,6 +147,14 @@ def _fixed_unit(problem, spec: dict, rep: int) -> tuple[dict, PrivacyLedger | No
 UNITS = {"private-selection": _selection_unit, "fixed-rule": _fixed_unit}
 
 
+def track_problem(prepared: str | Path, spec: dict):
+    """The problem a track job runs on: the run jobs' (the training split when ``spec`` has a
+    ``holdout``, Z in ``spec['precision']``, default float64)."""
+    problem, _ = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"),
+                                          precision=spec.get("precision", "float64"))
+    return problem
+
+
 def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path, source_dir: str | Path | None = None,
                   ledger_out: str | Path | None = None) -> pd.DataFrame:
     """Run every repetition of one track job (``spec``: :func:`expand_tracks`), write its ledger
@@ -152,13 +162,13 @@ def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path, source
     returns the rows as written (with their ``file_rows`` column)."""
     if spec["track"] not in UNITS:
         raise ValueError(f"track {spec['track']!r} is unknown; choose one of {list(UNITS)}")
-    problem, _ = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"))
+    problem = track_problem(prepared, spec)
     prov = provenance(spec, prepared, source_dir)
     partial = checkpoint_dir(rows_out)
     reps = [int(r) for r in spec["repetitions"]]
-    log.info("track %s: %s on %s, eps=%s, %d repetitions, n=%d d=%d config_hash=%s", spec["track"],
+    log.info("track %s: %s on %s, eps=%s, %d repetitions, n=%d d=%d %s config_hash=%s", spec["track"],
              spec["method"], spec["dataset"], spec["eps_label"], len(reps), problem.n, problem.d,
-             prov["config_hash"])
+             problem.precision, prov["config_hash"])
     rows, ledgers = [], []
     for k, rep in enumerate(reps, 1):
         key = {"config_hash": prov["config_hash"], "repetition": rep}
@@ -238,14 +248,17 @@ def _selection_methods(plan, entry: dict) -> dict[str, dict]:
 def expand_tracks(cfg: dict, plan) -> list[tuple[str, dict]]:
     """(output stem, job spec) of every track job of a filled config (``cfg['tracks']``; absent = none).
 
-    ``plan``: the config's :class:`dpnewton.pipeline.config.Plan` (datasets, variants, epsilons)."""
+    ``plan``: the config's :class:`dpnewton.pipeline.config.Plan` (datasets, variants, epsilons). The
+    holdout and ``precision`` enter the specs only when they are not the default (off, float64)."""
     entry = cfg.get("tracks")     # no schema default: absent = no tracks
     if not entry:
         return []
     epsilons = entry["epsilons"] if entry["epsilons"] is not None else cfg["epsilons"]
     datasets = [d for d in (entry["datasets"] or list(plan.datasets)) if d in plan.datasets]
     reps = list(range(int(entry["repetitions"])))
-    common = {"delta": cfg["delta"], "repetitions": reps, **({"holdout": plan.holdout} if plan.holdout else {})}
+    precision = cfg.get("precision", "float64")      # no schema default (absent = float64), as in plan.expand
+    common = {"delta": cfg["delta"], "repetitions": reps, **({"holdout": plan.holdout} if plan.holdout else {}),
+              **({"precision": precision} if precision != "float64" else {})}
     jobs = []
     selection = entry.get("selection")
     methods = _selection_methods(plan, selection) if selection else {}
