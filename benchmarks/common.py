@@ -31,6 +31,8 @@ CACHE_DIR = Path(os.environ.get("DPNEWTON_BENCH_CACHE", BENCH_DIR / ".cache"))
 SECTIONS = [
     ("roofline", "1. Roofline per iteration"),
     ("batching", "2. Batching throughput and bit-identity"),
+    ("batching_width", "2b. The stacked first-order pass by width: blocked gemv pairs vs GEMM"),
+    ("batching_lockstep", "2c. Lockstep jobs: per-run cost of a DP-GD long round vs 4-run batches"),
     ("table1", "3. Table 1 reproduced"),
     ("table1_b", "3b. Table 1, further datasets (separate, parallel run; see its seed count)"),
     ("table1_retime", "3c. Table 1 best-T runs re-timed together with the current core (incl. a gemv DP-GD)"),
@@ -50,7 +52,8 @@ SECTIONS = [
     ("selection_clip", "10. Private selection: the clip C of the private score, on public synthetic data"),
     ("loss_recording", "11. Loss recording: every iterate's loss vs only the curve's points (batched DP-GD)"),
     ("float32", "12. float32 products: pass speed and the shift of mean excess losses per method and dataset"),
-    ("t_search_replay", "13. T-grid search with a seed-0 probe per extension round, replayed on the claims run's losses"),
+    ("t_search_replay",
+     "13. T-grid search with a seed-0 probe per extension round, replayed on the claims run's losses"),
 ]
 
 
@@ -236,8 +239,9 @@ def md_table(rows: list[dict], cols: list[str], fmt: dict | None = None) -> str:
     return "\n".join(out)
 
 
-def write_section(name: str, markdown: str) -> None:
-    """Store this script's section (with its own environment record) and rebuild README.md.
+def write_section(name: str, markdown: str, readme: bool = True) -> None:
+    """Store this script's section (with its own environment record) and rebuild README.md (unless
+    ``readme`` is False: then the section waits for the next rebuild, :func:`write_readme`).
 
     A hand-written ``results/<name>_discussion.md``, if present, is appended to the section."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -246,7 +250,8 @@ def write_section(name: str, markdown: str) -> None:
         markdown = markdown.rstrip() + "\n\n" + discussion.read_text()
     (RESULTS_DIR / f"{name}.md").write_text(markdown.rstrip() + "\n")
     (RESULTS_DIR / f"{name}.env.json").write_text(json.dumps(environment(), indent=1, default=str))
-    write_readme()
+    if readme:
+        write_readme()
 
 
 def write_readme() -> None:
@@ -262,8 +267,9 @@ def write_readme() -> None:
                 script = f"pipeline.py --analyze RUN_DIR --config config/paper.yaml --tag {name}"
             else:
                 script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b",
-                          "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml"}.get(
-                    name, f"{name}.py")
+                          "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml",
+                          "batching_width": "batching.py --widths",
+                          "batching_lockstep": "batching.py --lockstep"}.get(name, f"{name}.py")
             origin = (f"_Hand-written note (no script), {when}._" if name == "history"
                       else f"_Script `python benchmarks/{script}`, run {when}._")
             parts += [f"## {title}", "", origin, "", sec.read_text().rstrip(), ""]

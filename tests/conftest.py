@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dpnewton import loss
 from dpnewton.algorithms.optimum import find_optimum
 from dpnewton.loss import LogisticProblem
 
@@ -36,3 +37,10 @@ def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.skip(f"{SHARED_DATASETS} is absent (tests that use the real data files need it)")
     return SHARED_DATASETS
+
+
+@pytest.fixture
+def blocked_pass(monkeypatch):
+    """The blocked pass over Z (one gemv pair per run and block) at every stack width, where a run's bits are
+    those of the run alone (``loss.GEMM_MIN_RUNS`` raised above any batch)."""
+    monkeypatch.setattr(loss, "GEMM_MIN_RUNS", 10 ** 9)

@@ -157,13 +157,13 @@ def test_the_job_loads_its_problem_in_the_spec_precision(tmp_path, monkeypatch):
     prepared = prepare("synthetic", cache_dir=tmp_path, out=tmp_path / "s.npz", n=300, d=4, seed=1).path
     reference, _ = load_split_from_prepared(prepared)
     seen = []
-    real = jobs.run_at_rho
+    real = jobs.run_groups
 
     def spy(problem, *args, **kwargs):
         seen.append((problem.precision, problem.loss_opt))
         return real(problem, *args, **kwargs)
 
-    monkeypatch.setattr(jobs, "run_at_rho", spy)
+    monkeypatch.setattr(jobs, "run_groups", spy)
     spec = {"dataset": "synthetic", "algorithm": "dp-gd", "conversion": "bs16", "eps_label": "1", "epsilon": 1.0,
             "seeds": [0], "iterations": [2], "delta": None, "hyper": {}, "curves_max_points": 0, "extend": None}
     rows = {}

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpnewton.floor import (LABEL, dataset_floor, hessian_spectrum, noise_variance, ridge_floor,
-                            ridge_objective)
+from dpnewton.floor import (LABEL, MECHANISM_DRAWS, dataset_floor, floor_table, hessian_eigen, hessian_spectrum,
+                            mechanism_draws, mechanism_excess_loss, noise_variance, ridge_floor, ridge_objective)
 from dpnewton.privacy import epsilon_to_rho
 from dpnewton.privacy.neighbouring import paper_delta
 
@@ -211,6 +211,62 @@ def test_dataset_floor(toy_problem):
 
 
 # ------------------------------------------------------------------------------------------------
+# F*'s mechanism on the true logistic loss
+# ------------------------------------------------------------------------------------------------
+def _mechanism_by_hand(p, lam, s2, z):
+    """The mechanism written out: xi = sqrt(s2) U z_k, w_k = (H + lam I)^-1 (H w* + xi), excess on the true loss
+    mean log(1 + exp(-Z w_k)) - loss*, and the quadratic model's 1/2 (w_k - w*)^T H (w_k - w*)."""
+    H = p.hessian(p.w_opt)
+    l, U = np.linalg.eigh(H)
+    true, model = [], []
+    for zk in z:
+        w = np.linalg.solve(H + lam * np.eye(p.d), H @ p.w_opt + math.sqrt(s2) * U @ zk)
+        true.append(np.logaddexp(0.0, -(p.Z @ w)).mean() - p.loss_opt)
+        e = w - p.w_opt
+        model.append(0.5 * e @ H @ e)
+    return np.array(true), np.array(model)
+
+
+def test_mechanism_on_the_true_loss_known_answers(toy_problem):
+    p = toy_problem
+    l, U = hessian_eigen(p)
+    z = mechanism_draws("toy", p.d, 8)
+    rho = epsilon_to_rho(1.0, paper_delta(p.n), "bs16")
+    F, lam = ridge_floor(l, U.T @ p.w_opt, rho, p.n)
+    s2 = noise_variance(rho, p.n)
+    mean, se = mechanism_excess_loss(p, l, U, lam, s2, z)
+    true, model = _mechanism_by_hand(p, lam, s2, z)
+    assert mean == pytest.approx(true.mean(), rel=1e-9)
+    assert se == pytest.approx(true.std(ddof=1) / math.sqrt(8), rel=1e-7)
+    assert mean > 0
+    # almost no noise: the quadratic model is exact near w*, so the true excess of the same draws is the model's
+    s2_small = noise_variance(1e10, p.n)
+    F_small, lam_small = ridge_floor(l, U.T @ p.w_opt, 1e10, p.n)
+    mean_small, _ = mechanism_excess_loss(p, l, U, lam_small, s2_small, z)
+    _, model_small = _mechanism_by_hand(p, lam_small, s2_small, z)
+    assert mean_small == pytest.approx(model_small.mean(), rel=1e-3)
+    # lam = inf is the output w = 0 (its excess ln 2 - loss*, no spread); the draws are the dataset's own
+    assert mechanism_excess_loss(p, l, U, math.inf, s2, z) == (math.log(2) - p.loss_opt, 0.0)
+    np.testing.assert_array_equal(z, mechanism_draws("toy", p.d, 8))
+    assert not np.array_equal(z, mechanism_draws("other", p.d, 8))
+    np.testing.assert_array_equal(mechanism_draws("toy", p.d)[:8], z)         # more draws extend the same stream
+
+
+def test_floor_table_has_the_mechanism_beside_f_star(toy_problem):
+    p = toy_problem
+    delta = paper_delta(p.n)
+    cells = [("toy", "bs16", 0.1, delta), ("toy", "bs16", 10.0, delta)]
+    table = floor_table({"toy": p}, cells)
+    l, U = hessian_eigen(p)
+    z = mechanism_draws("toy", p.d)
+    for r in table.itertuples(index=False):
+        assert r.mechanism_draws == MECHANISM_DRAWS
+        mean, se = mechanism_excess_loss(p, l, U, r.ridge_lambda, r.noise_variance, z)
+        assert (r.mechanism_excess_loss, r.mechanism_excess_loss_se) == (mean, se)
+    pd.testing.assert_frame_equal(table, floor_table({"toy": p}, cells))       # deterministic
+
+
+# ------------------------------------------------------------------------------------------------
 # the CLI
 # ------------------------------------------------------------------------------------------------
 def test_cli_floor_json(tmp_path, capsys):
@@ -264,7 +320,7 @@ def test_fig2_has_the_floor_line(tmp_path, monkeypatch):
     plots.privacy_utility(best, baseline, ["dp-gd"], "bs16", [tmp_path / "f.png"], floor=floor)
     assert LABEL in seen["labels"] and "trivial w=0 (ln 2 - loss*)" in seen["labels"]
     style, y = seen["lines"][LABEL]
-    assert style == "--" and y == [0.02, 0.002]
+    assert style == ":" and y == [0.02, 0.002]             # dotted: the floor is no method (plots.LINES)
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """Running optimizers on a problem: budgets, seeding and one result record per run.
 
-:func:`run_algorithm` runs every (seed, T) pair of one (dataset, algorithm, epsilon) as one batch.
-Each run gets
+:func:`run_algorithm` runs every (seed, T) pair of one (dataset, algorithm, epsilon) as one batch;
+:func:`run_groups` runs several groups of runs (:class:`RunGroup`: a configuration at a budget) of one
+dataset and algorithm as one batch, which a ``lockstep`` card steps together. Each run gets
 
 * rho from (epsilon, delta) through the named ``conversion`` (:mod:`dpnewton.privacy`), with
   delta from the neighbouring relation unless given (n^-2 when n is public [P section 6]);
@@ -18,8 +19,10 @@ numbers, and the bits of a BLAS product depend on its thread count.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -177,15 +180,54 @@ def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: 
     and ``conversion`` label the runs (identity, seeding, records); only the accountant-calibrated
     methods (DP-SGD, minibatch Newton, AOP) read epsilon instead of rho. Used by
     :func:`dpnewton.tuning.private_select`, whose candidates get a rho calibrated for the whole
-    selection."""
+    selection. One :class:`RunGroup` of :func:`run_groups`."""
+    group = RunGroup(epsilon, delta, conversion, rho, tuple(runs), dict(hyper or {}), tuple(averages), loss_iterates)
+    return run_groups(problem, dataset, algorithm, [group], blas_threads, neighbouring)[0]
+
+
+@dataclass(frozen=True)
+class RunGroup:
+    """Runs of one configuration at one budget inside a batch (:func:`run_groups`): the (seed, T) pairs,
+    their epsilon, delta, conversion and rho, the configuration's ``hyper``, the further ``averages`` each
+    run releases and the iterates whose loss it records (:func:`run_algorithm`'s arguments)."""
+
+    epsilon: float
+    delta: float
+    conversion: str
+    rho: float
+    runs: tuple[tuple[int | None, int], ...]
+    hyper: dict = field(default_factory=dict)
+    averages: tuple[str, ...] = ()
+    loss_iterates: LossIterates | None = None
+
+
+def run_groups(problem: LogisticProblem, dataset: str, algorithm: str, groups: Sequence[RunGroup],
+               blas_threads: int = 1, neighbouring: str = BENCHMARK_RELATION) -> list[list[RunResult]]:
+    """Run every group's runs as one batch; one list of results per group, in its runs' order.
+
+    Each run's context (:func:`make_contexts`) is the one it gets alone: its identity, and so its
+    generator, names (dataset, algorithm, epsilon, seed, T), its ledger its group's rho. Groups of several
+    configurations (``hyper``) need a ``lockstep`` card, whose runner takes one configuration per run;
+    the runs then step together, each with its own configuration (:mod:`dpnewton.algorithms.base`)."""
     spec = get_algorithm(algorithm)
-    contexts = make_contexts(dataset, algorithm, epsilon, delta, conversion, rho, list(runs), loss_iterates,
-                             neighbouring, problem.n, averages)
+    hypers = [dict(g.hyper or {}) for g in groups]
+    distinct = {json.dumps(h, sort_keys=True, default=str) for h in hypers}
+    if len(distinct) > 1 and not spec.lockstep:
+        raise ValueError(f"algorithm={algorithm!r} runs one configuration per batch (its card is not lockstep); "
+                         f"got {len(distinct)}")
+    contexts = [make_contexts(dataset, algorithm, g.epsilon, g.delta, g.conversion, g.rho, list(g.runs),
+                              g.loss_iterates, neighbouring, problem.n, g.averages) for g in groups]
+    batch = [c for group in contexts for c in group]
+    hyper = hypers[0] if len(distinct) == 1 else [h for h, group in zip(hypers, contexts) for _ in group]
     with threadpool_limits(blas_threads):
-        results = spec.run(problem, contexts, dict(hyper or {}))
+        results = spec.run(problem, batch, hyper)
     for res in results:
         check_ledger(res)
-    return results
+    out, start = [], 0
+    for group in contexts:
+        out.append(results[start:start + len(group)])
+        start += len(group)
+    return out
 
 
 def result_record(result: RunResult, conversion: str, epsilon: float, delta: float) -> dict:

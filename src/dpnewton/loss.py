@@ -15,9 +15,12 @@ sensitivities used in the optimizers. A minibatch is a problem of its own, :meth
 its rows are gathered once and every pass of the step reads that copy; means are then over the batch.
 
 Passes over Z are made one block of rows at a time (:func:`row_block`, sized to stay in cache).
-For a stack of runs each run gets its own matrix-vector product per block, so a run's
-bits never depend on how many runs share the batch, while the block of Z is read from memory once
-for all of them. The Newton methods fuse the gradient and the SOI into one such pass.
+For a stack of fewer than :data:`GEMM_MIN_RUNS` runs each run gets its own matrix-vector product per
+block, so a run's bits never depend on how many runs share the batch, while the block of Z is read
+from memory once for all of them. A wider stack gets its margins and gradients from two matrix
+products per block instead (:meth:`LogisticProblem.margins_and_grads`), faster per run from that
+width on, with bits that agree with the per-run products to rounding only. The Newton methods fuse
+the gradient and the SOI into one blocked pass.
 
 Z may also be a ``scipy.sparse`` matrix (kept as CSR with sorted indices, values in the problem's
 precision, :attr:`LogisticProblem.is_sparse`); it is never made dense. Its passes are sparse products:
@@ -54,6 +57,16 @@ FIRST_ORDER_BLOCK_BYTES = 1 << 18
 """Block size of the stacked first-order pass: every run of a batch re-reads the block from cache."""
 GRAM_BLOCK_BYTES = 1 << 20
 """Block size of the Gram (SOI) pass: larger blocks make each SYRK call more efficient."""
+GEMM_MIN_RUNS = 8
+"""Width from which :meth:`LogisticProblem.margins_and_grads` (dense Z) multiplies the whole stack of runs
+with each block of Z (two GEMMs per block) instead of one gemv pair per run. Measured on a1a, adult, protein
+and fashion-mnist, float64 and float32, one thread (benchmarks/results/batching_width.md): from this width on
+the GEMM pass is the cheaper per run at every measured width on every shape (the crossover is 4 except for
+fashion-mnist in float64, 8); at 8 runs it costs 0.32-0.47 of a lone run's pass per run, the gemv pairs
+0.53-0.76."""
+GEMM_BLOCK_BYTES = 1 << 20
+"""Block size of the GEMM pass: per run 7-20 % cheaper than two GEMMs over the whole of Z at 8 runs
+(benchmarks/results/batching_width.md)."""
 
 
 def row_block(d: int, block_bytes: int = FIRST_ORDER_BLOCK_BYTES, itemsize: int = 8) -> int:
@@ -383,14 +396,17 @@ class LogisticProblem:
         return -self._out(self.Z.T @ self._in(special.expit(-m))) / self.n
 
     def margins_and_grads(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(Z W^T (n, S), mean gradients (S, d)) of a stack of runs in one blocked pass over Z.
+        """(Z W^T (n, S), mean gradients (S, d)) of a stack of S runs in one pass over Z, block by block.
 
-        Per block of rows and per run: m = Z_b w (gemv), then g -= Z_b^T sigma(-m) while the
-        block is still in cache. Each run's bits depend only on its own w and the block size.
+        * S < :data:`GEMM_MIN_RUNS`: per block of rows (:func:`row_block`) and per run, m = Z_b w (gemv),
+          then g -= Z_b^T sigma(-m) while the block is still in cache. Each run's bits depend only on its
+          own w and the block size: the same alone, in any batch and at any position in it.
+        * S >= :data:`GEMM_MIN_RUNS`: :meth:`_gemm_pass`, two matrix products per block; the result equals
+          the gemv pass up to rounding (see there), not bit for bit.
 
         Sparse Z: M = Z W^T and G = -(Z^T sigma(-M))^T / n, two sparse products (CSR, then its
         CSC transpose) whose output columns are accumulated independently: a run's bits depend
-        only on its own w.
+        only on its own w, at every width.
         """
         n, d = self.n, self.d
         W = self._in(W)
@@ -398,6 +414,8 @@ class LogisticProblem:
             M = self.Z @ W.T
             G = self.Z.T @ special.expit(-M)
             return self._out(M), np.ascontiguousarray(-G.T, dtype=np.float64) / n
+        if W.shape[0] >= GEMM_MIN_RUNS:
+            return self._gemm_pass(W)
         Mt = np.empty((W.shape[0], n), dtype=self.Z.dtype)
         G = np.zeros((W.shape[0], d))  # float64 in both precisions: the block sums accumulate in it
         block = row_block(d, itemsize=self.Z.dtype.itemsize)
@@ -408,6 +426,29 @@ class LogisticProblem:
                 m = Mt[j, a:a + block]
                 np.dot(Zb, W[j], out=m)
                 G[j] -= Zbt @ special.expit(-m)
+        return self._out(Mt.T), G / n
+
+    def _gemm_pass(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`margins_and_grads` of a wide stack W (S, d), already in Z's precision: per block Z_b of
+        :data:`GEMM_BLOCK_BYTES`, M_b = W Z_b^T and G -= sigma(-M_b) Z_b, two GEMMs that read the block
+        once for every run. As in the gemv pass, the block sums accumulate in float64 (float32: each
+        block's products in float32, cast up), so only the summation order inside a block differs.
+
+        Not bit for bit: a run's margins and gradient differ from the gemv pass's by at most 2e-15 of the run's
+        largest entry in float64 and 1.2e-6 in float32 (measured on four datasets; tests/algorithms/test_batching.py
+        holds them to 1e-13 and 1e-5). Nor do a run's bits stay fixed across stacks: on this machine's BLAS
+        (OpenBLAS 0.3.31, Haswell kernels) a float64 run had the same bits at every position of a stack of 64
+        but not at every width from 8 to 64, a float32 run neither (benchmarks/results/batching_width.md).
+        """
+        n, d = self.n, self.d
+        Mt = np.empty((W.shape[0], n), dtype=self.Z.dtype)
+        G = np.zeros((W.shape[0], d))
+        block = row_block(d, GEMM_BLOCK_BYTES, self.Z.dtype.itemsize)
+        for a in range(0, n, block):
+            Zb = self.Z[a:a + block]
+            Mb = Mt[:, a:a + block]
+            np.matmul(W, Zb.T, out=Mb)
+            G -= special.expit(-Mb) @ Zb
         return self._out(Mt.T), G / n
 
     def grad(self, w: np.ndarray) -> np.ndarray:

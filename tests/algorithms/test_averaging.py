@@ -170,6 +170,7 @@ def _by_key(results):
     return {(r.identity.seed, r.identity.iterations): r for r in results}
 
 
+@pytest.mark.usefixtures("blocked_pass")   # the property of the blocked pass (batches below GEMM_MIN_RUNS)
 @pytest.mark.parametrize("algorithm,Ts", [("dp-gd", [4, 9]), ("dp-gd-oracle", [3, 5]), ("hess-clip", [2, 3]),
                                           ("precond-dp-gd", [3, 6])])
 @pytest.mark.parametrize("average", ["uniform", "tail"])

@@ -1,10 +1,14 @@
-"""Batching must not change any bit of any run (properties, never timings).
+"""Batching must not change any bit of any run below the GEMM width (properties, never timings).
 
-* DP-GD, DP-GD-Oracle and precond-dp-gd: seeds run together == one by one == in shuffled order, also with runs of
-  different T dropping out of the batch; Hess-clip likewise.
-* The stacked passes over Z (loss.LogisticProblem.margins / grad_from_margins on a stack of runs):
-  a run's column has the same bits whatever the stack size and the run's position in it, including
-  across the row-block boundaries.
+* The blocked pass (stacks narrower than ``loss.GEMM_MIN_RUNS``; forced at every width by the ``blocked_pass``
+  fixture): DP-GD, DP-GD-Oracle and precond-dp-gd seeds run together == one by one == in shuffled order, also
+  with runs of different T dropping out of the batch; Hess-clip likewise. A run's column of the stacked passes
+  over Z (loss.LogisticProblem.margins / margins_and_grads) has the same bits whatever the stack size and the
+  run's position in it, including across the row-block boundaries.
+* The GEMM pass (stacks of at least ``GEMM_MIN_RUNS`` runs): margins and gradients equal plain numpy products
+  and the blocked pass to the tolerance its docstring states (1e-13 of the run's largest entry in float64,
+  1e-5 in float32), the width alone chooses the pass, and a wide DP-GD batch gives each run the result of the
+  run alone to the rounding that tolerance lets through.
 """
 
 from __future__ import annotations
@@ -12,8 +16,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scipy import special
+
 from dpnewton.experiment import run_algorithm
-from dpnewton.loss import LogisticProblem, row_block
+from dpnewton.loss import GEMM_MIN_RUNS, LogisticProblem, row_block
+
+#: the stated agreement of the GEMM pass with the blocked one, relative to the run's largest entry
+GEMM_RTOL = {"float64": 1e-13, "float32": 1e-5}
 
 
 def _problem(n=1500, d=13, seed=0):
@@ -58,6 +67,7 @@ def _three_ways(problem, algorithm, Ts):
     return together, alone, shuffled
 
 
+@pytest.mark.usefixtures("blocked_pass")
 @pytest.mark.parametrize("algorithm,Ts", CASES)
 def test_batch_iterates_equal_sequential_and_shuffled(problem, algorithm, Ts):
     together, alone, shuffled = _three_ways(problem, algorithm, Ts)
@@ -65,6 +75,7 @@ def test_batch_iterates_equal_sequential_and_shuffled(problem, algorithm, Ts):
     _assert_same(together, shuffled)
 
 
+@pytest.mark.usefixtures("blocked_pass")
 @pytest.mark.parametrize("algorithm,Ts", CASES)
 def test_batch_losses_equal_sequential_and_shuffled(problem, algorithm, Ts):
     together, alone, shuffled = _three_ways(problem, algorithm, Ts)
@@ -104,6 +115,7 @@ def test_loss_iterates_outside_the_run_are_rejected(problem):
         run_algorithm(problem, "toy", "dp-gd", 1.0, [0], 4, loss_iterates=lambda T: np.array([0, 5]))
 
 
+@pytest.mark.usefixtures("blocked_pass")
 def test_batch_of_many_runs(problem):
     """A batch of 19 runs and a sub-batch of it in another position."""
     seeds = list(range(19))
@@ -128,6 +140,7 @@ def _stack_independent(problem, rng, sizes):
     return True, None
 
 
+@pytest.mark.usefixtures("blocked_pass")
 @pytest.mark.parametrize("n,d", [(6000, 13), (1001, 124), (2048, 75), (9000, 2), (9000, 1), (300, 900)])
 def test_stacked_passes_are_batch_independent(n, d):
     rng = np.random.default_rng(n + d)
@@ -160,3 +173,104 @@ def test_fused_newton_pass_matches_separate_passes():
         np.testing.assert_allclose(g, p.grad(w), rtol=1e-11, atol=1e-15)
         np.testing.assert_allclose(H, p.soi_from_margins(p.margins(w), kind), rtol=1e-11, atol=1e-15)
         assert np.array_equal(H, H.T)
+
+
+def _unit_rows(rng, n, d):
+    Z = rng.standard_normal((n, d))
+    return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+
+def _close(a, b, rtol):
+    """|a - b| within rtol of the largest |b| of each run (columns of margins, rows of gradients)."""
+    return bool(np.all(np.abs(a - b) <= rtol * np.max(np.abs(b), axis=tuple(range(b.ndim - 1)) or None,
+                                                      keepdims=True)))
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("n,d", [(3000, 20), (20001, 7)])
+def test_wide_stacks_match_plain_numpy_products(n, d, precision):
+    """The GEMM pass against the textbook products on the stored Z (cast up): M = Z W^T and
+    G = -(1/n) sigma(-M)^T Z, at the threshold width and above it (several GEMM blocks for n = 20001)."""
+    rng = np.random.default_rng(n + d)
+    p = LogisticProblem(_unit_rows(rng, n, d), precision=precision)
+    Z = p.Z.astype(np.float64)
+    for S in (GEMM_MIN_RUNS, 3 * GEMM_MIN_RUNS + 1):
+        W = rng.standard_normal((S, d)).astype(p.Z.dtype).astype(np.float64)
+        M, G = p.margins_and_grads(W)
+        assert M.dtype == G.dtype == np.float64 and M.shape == (n, S) and G.shape == (S, d)
+        M_ref = Z @ W.T
+        G_ref = -(special.expit(-M_ref).T @ Z) / n
+        assert _close(M, M_ref, GEMM_RTOL[precision]) and _close(G.T, G_ref.T, GEMM_RTOL[precision])
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_the_width_chooses_the_pass_and_both_agree(precision):
+    """Below GEMM_MIN_RUNS the blocked pass (a run's bits those of the run alone), from it on the GEMM
+    pass, which agrees with the blocked pass to the stated tolerance, at every position in the stack."""
+    rng = np.random.default_rng(11)
+    p = LogisticProblem(_unit_rows(rng, 5000, 30), precision=precision)
+    W = rng.standard_normal((2 * GEMM_MIN_RUNS + 3, 30))
+    alone = [p.margins_and_grads(W[[j]]) for j in range(len(W))]
+    narrow = p.margins_and_grads(W[:GEMM_MIN_RUNS - 1])
+    for j in range(GEMM_MIN_RUNS - 1):
+        assert np.array_equal(narrow[0][:, j], alone[j][0][:, 0]) and np.array_equal(narrow[1][j], alone[j][1][0])
+    for S in (GEMM_MIN_RUNS, len(W)):
+        order = rng.permutation(S)
+        M, G = p.margins_and_grads(W[order])
+        gemm = p._gemm_pass(p._in(W[order]))
+        assert np.array_equal(M, gemm[0]) and np.array_equal(G, gemm[1])
+        for pos, j in enumerate(order):
+            assert _close(M[:, pos], alone[j][0][:, 0], GEMM_RTOL[precision])
+            assert _close(G[pos], alone[j][1][0], GEMM_RTOL[precision])
+
+
+def test_a_wide_dp_gd_batch_gives_each_run_its_result_alone_to_rounding(problem):
+    """2 x GEMM_MIN_RUNS runs in one batch (the GEMM pass until the short runs leave) against each run alone
+    (the blocked pass): the same ledger and noise, models and losses within the rounding of the products."""
+    seeds = list(range(GEMM_MIN_RUNS))
+    together = _by_key(run_algorithm(problem, "toy", "dp-gd", 1.0, seeds, [3, 9]))
+    for (s, T), res in together.items():
+        (lone,) = run_algorithm(problem, "toy", "dp-gd", 1.0, [s], T)
+        assert res.ledger.entries == lone.ledger.entries
+        np.testing.assert_allclose(res.w, lone.w, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(res.excess_loss, lone.excess_loss, rtol=1e-10, atol=1e-14)
+
+
+LOCKSTEP_GROUPS = {
+    "dp-gd": [({"step": 4.0}, 1.0, "bs16"), ({"step": 16.0, "average": "tail"}, 0.5, "gdp"),
+              ({"step": 2.0, "reset": True}, 1.0, "bs16")],
+    "dp-gd-oracle": [({}, 1.0, "bs16"), ({"line_search": "exact", "reg": 1e-4, "average": "uniform"}, 2.0, "cks")],
+    "precond-dp-gd": [({}, 1.0, "bs16"), ({"step": 2.0, "precond_frac": 0.3, "refresh": 2}, 0.5, "gdp"),
+                      ({"lambda_mode": "adaptive", "average": "tail"}, 1.0, "bs16")],
+}
+
+
+@pytest.mark.usefixtures("blocked_pass")
+@pytest.mark.parametrize("algorithm", sorted(LOCKSTEP_GROUPS))
+def test_a_lockstep_batch_gives_each_configuration_its_own_runs(problem, algorithm):
+    """Groups of other configurations, epsilons and conversions in one batch (experiment.run_groups): every
+    run equals, bit for bit, the run of its group alone, ledger and diagnostics included."""
+    from dpnewton.experiment import RunGroup, resolve_budget, run_groups
+
+    groups = []
+    for hyper, eps, conversion in LOCKSTEP_GROUPS[algorithm]:
+        delta, rho = resolve_budget(eps, None, problem.n, conversion)
+        groups.append(RunGroup(eps, delta, conversion, rho, ((0, 3), (1, 5), (0, 5)), hyper, ("uniform",)))
+    together = run_groups(problem, "toy", algorithm, groups)
+    for group, results in zip(groups, together):
+        (alone,) = run_groups(problem, "toy", algorithm, [group])
+        for a, b in zip(results, alone):
+            assert a.identity == b.identity and a.ledger.entries == b.ledger.entries
+            assert a.ledger.nonprivate == b.ledger.nonprivate
+            assert np.array_equal(a.w, b.w) and np.array_equal(a.excess_loss, b.excess_loss, equal_nan=True)
+            assert a.released_as("uniform").released_excess_loss == b.released_as("uniform").released_excess_loss
+            assert {k: v for k, v in a.diagnostics.items() if k != "batch_size"} == \
+                {k: v for k, v in b.diagnostics.items() if k != "batch_size"}
+
+
+def test_only_lockstep_cards_mix_configurations(problem):
+    from dpnewton.experiment import RunGroup, run_groups
+
+    groups = [RunGroup(1.0, 1e-6, "bs16", 0.1, ((0, 2),), hyper) for hyper in ({}, {"grad_frac": 0.5})]
+    with pytest.raises(ValueError, match="runs one configuration per batch"):
+        run_groups(problem, "toy", "hess-clip", groups)

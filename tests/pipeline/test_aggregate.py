@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dpnewton.pipeline import aggregate as agg
-from dpnewton.pipeline.plan import config_hash, eps_label, expand, seed_chunks, seed_list
+from dpnewton.pipeline.plan import config_hash, eps_label, expand, job_members, seed_chunks, seed_list
 from dpnewton.pipeline.jobs import curve_indices
 
 
@@ -30,7 +30,8 @@ def test_summary_mean_se_median():
     assert r["n_seeds"] == 3
     assert r["excess_loss_mean"] == pytest.approx(7 / 3)
     assert r["excess_loss_median"] == pytest.approx(2.0)
-    assert r["excess_loss_se"] == pytest.approx(np.std([1.0, 2.0, 4.0], ddof=0) / math.sqrt(3))
+    # sample variance: squared deviations from 7/3 sum to 14/3, / (3 - 1) = 7/3; s.e. sqrt(7/3) / sqrt(3)
+    assert r["excess_loss_se"] == pytest.approx(math.sqrt(7) / 3)
     assert r["runtime_s_mean"] == pytest.approx(0.05 * 2)
     assert bool(r["ledger_ok"])
 
@@ -160,16 +161,25 @@ def _cfg(**kw):
     return cfg
 
 
+def cells(plan) -> dict[tuple, tuple[dict, dict]]:
+    """(dataset, configuration, conversion, epsilon label, chunk) -> (member, its job's spec) over every job
+    (a lockstep job holds several cells: dpnewton.pipeline.plan.job_members)."""
+    return {(j.dataset, m["algorithm"], m["conversion"], m["eps_label"], j.chunk): (m, j.spec)
+            for j in plan.jobs for m in job_members(j.spec).values()}
+
+
 def test_expand_jobs_optional_dataset_and_study():
     plan = expand(_cfg())
     assert list(plan.datasets) == ["synthetic"] and "a1a" in plan.dropped
     assert plan.algorithms["dp-gd"]["iterations"] == [1, 2, 3]
-    # 1 dataset x 2 algorithms x 2 eps x 2 chunks + study (cks at eps=1) x 2 chunks
-    assert len(plan.jobs) == 8 + 2
+    # 1 dataset x 2 algorithms x 2 eps x 2 chunks + study (cks at eps=1) x 2 chunks, of which dp-gd's (lockstep)
+    # are one job per chunk
+    assert len(cells(plan)) == 8 + 2 and len(plan.jobs) == 6 + 2
     assert {j.conversion for j in plan.jobs} == {"bs16", "cks"}
     j = plan.job_index[("synthetic", "hess-clip", "cks", "1", "2-3")]
     assert j.spec["seeds"] == [2, 3] and j.spec["epsilon"] == 1.0 and j.spec["curves_max_points"] > 0
-    assert plan.job_index[("synthetic", "dp-gd", "bs16", "0.1", "0-1")].spec["curves_max_points"] > 0
+    member, spec = cells(plan)[("synthetic", "dp-gd", "bs16", "0.1", "0-1")]
+    assert member["curves_max_points"] > 0 and spec["curves_max_points"] > 0
 
 
 def test_expand_errors_name_the_problem():
@@ -194,13 +204,13 @@ def test_variants_epsilon_restriction_studies_and_extension_spec():
                           {"algorithm": "dp-gd", "conversions": ["official-fsolve"]}])
     plan = expand(cfg)
     assert plan.base("dp-gd-s16") == "dp-gd" and plan.base("hess-clip-reset") == "hess-clip"
-    keys = {(j.algorithm, j.conversion, j.eps) for j in plan.jobs}
+    keys = {(a, c, e) for _, a, c, e, _ in cells(plan)}
     assert ("hess-clip-reset", "bs16", "1") not in keys and ("hess-clip-reset", "gdp", "0.1") in keys
     assert ("dp-gd", "official-fsolve", "1") in keys and ("dp-gd-s16", "gdp", "0.1") not in keys
-    j = plan.job_index[("synthetic", "dp-gd-s16", "bs16", "1", "0-3")]
-    assert j.spec["base_algorithm"] == "dp-gd" and j.spec["hyper"] == {"step": 16.0}
-    assert j.spec["extend"] == {"factor": 2, "max_iterations": 12, "probe_first_seed": True}
-    assert plan.job_index[("synthetic", "dp-gd", "bs16", "1", "0-3")].spec["extend"]["max_iterations"] == 12
+    member, spec = cells(plan)[("synthetic", "dp-gd-s16", "bs16", "1", "0-3")]
+    assert spec["base_algorithm"] == "dp-gd" and member["hyper"] == {"step": 16.0}
+    assert member["extend"] == {"factor": 2, "max_iterations": 12, "probe_first_seed": True}
+    assert cells(plan)[("synthetic", "dp-gd", "bs16", "1", "0-3")][0]["extend"]["max_iterations"] == 12
     from dpnewton.pipeline.plan import protocol_summary
     p = protocol_summary(plan)
     assert p["configurations_per_algorithm"] == {"dp-gd": 2}  # reset runs are not tuning configurations
@@ -222,13 +232,15 @@ def test_per_epsilon_caps_change_only_their_jobs():
     before = expand(cfg)
     cfg["algorithms"]["dp-gd"]["max_iterations_by_epsilon"] = {1: 48, "0.5": 24}
     after = expand(cfg)
-    caps = {k: j.spec["extend"]["max_iterations"] for k, j in after.job_index.items()}
+    caps = {k: m["extend"]["max_iterations"] for k, (m, _) in cells(after).items()}
     assert caps[("synthetic", "dp-gd", "bs16", "1", "0-3")] == 48
     assert caps[("synthetic", "dp-gd", "gdp", "0.5", "0-3")] == 24   # a study-only epsilon
     assert caps[("synthetic", "dp-gd", "bs16", "0.1", "0-3")] == 12
-    changed = {k for k, j in after.job_index.items()
-               if config_hash(j.spec) != config_hash(before.job_index[k].spec)}
+    changed = {k for k, (m, _) in cells(after).items() if m != cells(before)[k][0]}
     assert changed == {("synthetic", "dp-gd", "bs16", "1", "0-3"), ("synthetic", "dp-gd", "gdp", "0.5", "0-3")}
+    # the cells of one lockstep job (dp-gd on a dataset and chunk) share its spec hash: it reruns as a whole
+    assert {config_hash(spec) for _, spec in cells(after).values()}.isdisjoint(
+        config_hash(spec) for _, spec in cells(before).values())
     from dpnewton.pipeline.plan import protocol_summary
     assert protocol_summary(after)["grid_extension"]["dp-gd"] == {"default": 12, "1": 48, "0.5": 24}
     for bad, match in [({3: 48}, "not one this entry runs at"), ({"x": 48}, "not an epsilon"),
@@ -244,8 +256,8 @@ def test_a_dataset_pass_cap_enters_its_jobs_extension_rule():
     before = expand(cfg)
     cfg["datasets"]["synthetic"]["max_passes"] = 500
     after = expand(cfg)
-    for k, j in after.job_index.items():
-        assert j.spec["extend"] == {**before.job_index[k].spec["extend"], "max_passes": 500}
+    for k, (m, _) in cells(after).items():
+        assert m["extend"] == {**cells(before)[k][0]["extend"], "max_passes": 500}
     from dpnewton.pipeline.plan import protocol_summary
     assert protocol_summary(after)["dataset_max_passes"] == {"synthetic": 500}
     assert protocol_summary(before)["dataset_max_passes"] == {}
@@ -308,7 +320,7 @@ def test_metrics_are_reported_at_the_T_chosen_on_excess_loss():
     summary = agg.summarize(runs)
     t2 = summary[summary["iterations"] == 2].iloc[0]
     assert t2["train_accuracy_mean"] == pytest.approx(0.85) and t2["test_accuracy_mean"] == pytest.approx(0.6)
-    assert t2["test_log_loss_se"] == pytest.approx(np.std([0.6, 0.8]) / math.sqrt(2))
+    assert t2["test_log_loss_se"] == pytest.approx(0.1)    # deviations +-0.1: sd sqrt(0.02 / 1), / sqrt(2)
     best = agg.best_t(summary)
     assert best.loc[0, "best_T"] == 2 and best.loc[0, "test_accuracy_mean"] == pytest.approx(0.6)
     opt = {"dataset": "s", "n": 80, "n_test": 20, "holdout": 0.2, "loss_opt": 0.3, "train_accuracy": 0.91,

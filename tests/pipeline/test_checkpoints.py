@@ -49,7 +49,7 @@ def _counting_units(monkeypatch, fail_at: int | None = None) -> list:
     real = jobs._run_units
 
     def units(*args, **kwargs):
-        calls.append((tuple(args[4]), args[6]))  # (seeds of the batch, grid_round)
+        calls.append((tuple(args[2]), args[3]))  # (seeds of the batch, grid_round)
         if fail_at is not None and len(calls) == fail_at:
             raise Interrupted
         return real(*args, **kwargs)

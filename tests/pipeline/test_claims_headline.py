@@ -19,49 +19,76 @@ def test_verdict_counts_per_setting():
 
 
 def beyond_frame():
-    rows = [  # best, best/F*, DP-GD / best, second order within s.e., speed target
-        ("a1a", 0.1, "dp-gd-tail", 1.5, 1.2, False, False),
-        ("a1a", 1.0, "objpert", 1.1, 2.0, True, True),
-        ("a1a", 10.0, "dp-gd-tail", 1.2, 3.0, True, False),
-        ("s", 0.01, "dp-gd", 9.0, 1.0, False, False),
+    rows = [  # best, best/F*, mechanism/F*, DP-GD / best, (within s.e., speed target) of the paper's, this project's
+        ("a1a", 0.1, "dp-gd-tail", 1.5, 3.0, 1.2, (False, False), (True, True)),
+        ("a1a", 1.0, "objpert", 1.1, 2.5, 2.0, (True, True), (True, False)),
+        ("a1a", 10.0, "dp-gd-tail", 1.2, 20.0, 3.0, (True, False), (False, False)),
+        ("s", 0.01, "dp-gd", 9.0, np.nan, 1.0, (False, False), (None, None)),
     ]
-    recs = [{"dataset": d, "epsilon": e, "best": b, "best_over_floor": f, "dp_gd_over_best": g,
-             "floor_target_met": f <= 1.25, "second_order_within_se": w, "speed_target_met": sp}
-            for d, e, b, f, g, w, sp in rows]
+    recs = []
+    for d, e, b, f, m, g, paper, project in rows:
+        rec = {"dataset": d, "epsilon": e, "best": b, "best_over_floor": f, "mechanism_over_floor": m,
+               "dp_gd_over_best": g}
+        for side, (w, sp) in (("paper", paper), ("project", project)):
+            if w is not None:
+                rec.update({f"{side}_second_order": "x", f"{side}_within_se": w, f"{side}_speed_target_met": sp})
+        recs.append(rec)
     return pd.DataFrame(recs).reindex(columns=BEYOND_COLUMNS)
 
 
-def test_best_lines_count_cells_and_targets():
-    text = "\n".join(hl.best_lines(beyond_frame(), "bs16", ("dp-gd", "qu-clip", "hess-clip", "objpert")))
+def test_best_lines_count_cells_and_each_sides_second_order():
+    text = "\n".join(hl.best_lines(beyond_frame(), "bs16", ("dp-gd", "qu-clip", "precond-dp-gd", "hess-clip",
+                                                            "objpert")))
     assert "(4 (dataset, epsilon) cells, `bs16`" in text
     assert "dp-gd-tail in 2, dp-gd in 1, objpert in 1." in text
     assert "1.6x the best (median; range 1-3x)" in text
-    # epsilon 0.01 is not a floor cell: 2 of the 3 others are within 1.25x
-    assert "within 1.25x of F\\* in 2 of 3 cells with epsilon >= 0.1" in text
-    assert "median 1.35 (range 1.1-9)" in text
-    assert "within one standard error of the best in 2 of 4 cells" in text
-    assert "**Second order** (hess-clip, qu-clip):" in text          # the run's methods, in ROLES order
-    assert "less runtime than averaged DP-GD in 1 (target: 3)" in text
+    # F* as an illustration: no target, no count of cells "within" it
+    floor = text.split("**Gaussian ridge floor")[1].split("\n")[0]
+    assert "neither a target nor a lower bound" in floor and "(target" not in floor and "within" not in floor
+    assert "the best method / F\\* has median 1.35 (range 1.1-9) over 4 cells" in text
+    assert "evaluated on the true logistic loss, has median 3 (range 2.5-20) x F\\*." in text
+    # the paper's second-order methods and this project's, counted apart, each named from the cards
+    assert ("* **Second order** (4 cells; target for each side: 3): the paper's (hess-clip, qu-clip) within one "
+            "standard error of the best in 2, also with >= 5x fewer iterations and >= 3x less runtime than averaged "
+            "DP-GD in 1; this project's (precond-dp-gd) within one standard error of the best in 2, also with >= 5x "
+            "fewer iterations and >= 3x less runtime than averaged DP-GD in 1.") in text
+    # without this project's methods in the run, only the paper's part
+    text = "\n".join(hl.best_lines(beyond_frame(), "bs16", ("dp-gd", "hess-clip")))
+    assert "this project's" not in text and "the paper's (hess-clip) within" in text
+    # without the mechanism column, the floor line stops at F*
+    text = "\n".join(hl.best_lines(beyond_frame().drop(columns="mechanism_over_floor"), "bs16", ("dp-gd",)))
+    assert "over 4 cells." in text and "mechanism" not in text
 
 
-def test_budget_lines_name_the_crossovers():
+def test_budget_lines_count_the_papers_and_this_projects_methods_apart():
     rows = [dict(dataset="a1a", conversion="bs16", epsilon=10.0, measure="passes", budgets=8, second_order_budgets=3,
-                 second_order_from=10.0, second_order_to=100.0, second_order_winner="hess-clip",
-                 crossover_budget=300.0, first_order_winner="dp-gd", note=""),
+                 second_order_from=10.0, second_order_to=100.0, second_order_winner="precond-dp-gd",
+                 crossover_budget=300.0, first_order_winner="dp-gd", note="",
+                 second_order_winners=("precond-dp-gd", "hess-clip")),
             dict(dataset="s", conversion="bs16", epsilon=1.0, measure="passes", budgets=8, second_order_budgets=0,
                  second_order_from=np.nan, second_order_to=np.nan, second_order_winner="", crossover_budget=np.nan,
-                 first_order_winner="", note="a first-order method is best at every budget"),
+                 first_order_winner="", note="a first-order method is best at every budget",
+                 second_order_winners=()),
+            dict(dataset="s", conversion="bs16", epsilon=10.0, measure="passes", budgets=8, second_order_budgets=2,
+                 second_order_from=1.0, second_order_to=3.0, second_order_winner="precond-dp-gd",
+                 crossover_budget=10.0, first_order_winner="dp-gd", note="", second_order_winners=("precond-dp-gd",)),
             dict(dataset="s", conversion="bs16", epsilon=1.0, measure="runtime_s", budgets=8, second_order_budgets=8,
                  second_order_from=0.01, second_order_to=10.0, second_order_winner="qu-clip",
-                 crossover_budget=np.nan, first_order_winner="", note="")]
-    lines = hl.budget_lines(pd.DataFrame(rows, columns=CROSSOVER_COLUMNS), ("precond-dp-gd", "dp-gd", "qu-clip",
-                                                                             "hess-clip", "aop"))
-    second = "(hess-clip, qu-clip, precond-dp-gd)"
+                 crossover_budget=np.nan, first_order_winner="", note="", second_order_winners=("qu-clip",))]
+    lines = hl.budget_lines(pd.DataFrame(rows, columns=CROSSOVER_COLUMNS + ["second_order_winners"]),
+                            ("precond-dp-gd", "dp-gd", "qu-clip", "hess-clip", "aop"))
+    paper = "a paper second-order method (hess-clip, qu-clip)"
     assert lines == [
-        f"* **Winner by compute budget** (gradient passes): a second-order method {second} is best at some budget "
-        "in 1 of 2 cells (a1a@10 from 10 passes until dp-gd overtakes at 300).",
-        f"* **Winner by compute budget** (runtime): a second-order method {second} is best at some budget in 1 of "
-        "1 cells (s@1 from 0.01 s to the largest budget)."]
+        f"* **Winner by compute budget** (gradient passes): {paper} is best at some budget in 1 of 3 cells, "
+        "precond-dp-gd (this project's) in 2 (a1a@10: precond-dp-gd, hess-clip from 10 passes until dp-gd overtakes "
+        "at 300; s@10: precond-dp-gd from 1 passes until dp-gd overtakes at 10).",
+        f"* **Winner by compute budget** (runtime): {paper} is best at some budget in 1 of 1 cells, precond-dp-gd "
+        "(this project's) in 0 (s@1: qu-clip from 0.01 s to the largest budget)."]
+    # a crossover table without the winners column: the winner at the first budget stands for the cell
+    old = pd.DataFrame(rows, columns=CROSSOVER_COLUMNS)
+    assert hl.budget_lines(old, ("precond-dp-gd", "hess-clip"))[0].startswith(
+        "* **Winner by compute budget** (gradient passes): a paper second-order method (hess-clip) is best at some "
+        "budget in 0 of 3 cells, precond-dp-gd (this project's) in 2 (a1a@10: precond-dp-gd from 10 passes")
 
 
 def test_tracks_lines_winners_and_selection_ratio():

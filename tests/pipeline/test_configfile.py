@@ -56,9 +56,10 @@ def test_configfile_replaces_the_default(workflow_copy):
 def test_without_configfile_the_default_applies_from_any_directory(workflow_copy, tmp_path):
     default = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     plan = expand(load_config(default), base_dir=REPO, check_data=False)
-    # one job per trajectory: a configuration that differs only in `average` runs in its owner's job
+    # a configuration that differs only in `average` runs in its owner's job, a lockstep algorithm's
+    # configurations and epsilons in one job per dataset
     expected = {("synthetic", j.algorithm) for j in plan.jobs}
-    assert {name for j in plan.jobs for name in job_members(j.spec)} == set(default["algorithms"])
+    assert {m["algorithm"] for j in plan.jobs for m in job_members(j.spec).values()} == set(default["algorithms"])
     assert planned_runs(workflow_copy) >= expected
     elsewhere = planned_runs(workflow_copy, "--snakefile", str(workflow_copy / "Snakefile"),
                              "--directory", str(tmp_path))

@@ -99,8 +99,8 @@ def test_a_file_without_the_row_count_is_checked_by_its_seeds(job, tmp_path):
     frame = pd.read_csv(job / "seeds~0-1.csv").drop(columns=io.ROWS_COLUMN)
     legacy = tmp_path / "legacy.csv"
     frame.iloc[:14].to_csv(legacy, index=False)
-    with pytest.raises(io.DamagedFileError, match=r"legacy\.csv is damaged \(the seeds of dp-gd have different numbers of "
-                                                  r"runs \(seed 0: 8, seed 1: 6\)\)"):
+    with pytest.raises(io.DamagedFileError, match=r"legacy\.csv is damaged \(the seeds of dp-gd bs16 epsilon 1 have "
+                                                  r"different numbers of runs \(seed 0: 8, seed 1: 6\)\)"):
         agg.load_rows([legacy])
     frame.to_csv(legacy, index=False)
     assert len(agg.load_rows([legacy])) == 16

@@ -202,7 +202,7 @@ def test_claims_section_from_frontier():
     x = F.crossover(long_frontier({("a", "dp-gd"): [0.5, 0.4, 0.3, 0.1],
                                    ("a", "hess-clip"): [float("nan"), 0.3, 0.2, 0.1]}))
     text = winner_by_budget(x.iloc[0])
-    assert text == ("second order best at 2/4 budgets in [2, 4] passes (hess-clip at the first); "
+    assert text == ("second order best at 2/4 budgets in [2, 4] passes (by hess-clip); "
                     "dp-gd overtakes at 8 passes")
     lines = _budget_section(x.assign(reading=[text]), ("dp-gd", "hess-clip", "damped-newton"))
     assert lines[1].startswith("## Winner by compute budget") and lines[-1].endswith(f"| {text} |")

@@ -1,11 +1,15 @@
-"""A method keeps one colour and line style across the figures of a run, and methods stay apart."""
+"""A configuration keeps one colour, line style and label across the figures (its algorithm's colour, a shade
+per tuning variant), configurations stay apart, and no text sits over the data."""
 
+import colorsys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from matplotlib.colors import to_hex, to_rgb
 
+from dpnewton.algorithms import ALGORITHMS
 from dpnewton.pipeline import plots
 from dpnewton.pipeline.config import load_config
 from dpnewton.pipeline.figures import drawn_names, style_order
@@ -14,14 +18,39 @@ from dpnewton.pipeline.plan import expand
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_twenty_methods_get_twenty_distinct_styles():
-    names = [f"m{k}" for k in range(20)]
-    styles = plots.method_styles(names)
-    assert len({(s["color"], s["ls"]) for s in styles.values()}) == 20
-    # neither the non-private dash of Figure 6 nor the floor's dots is a method's line
-    assert {s["ls"] for s in styles.values()} <= {"-", "-."}
-    # a repeated name keeps its first slot
-    assert plots.method_styles(["a", "b", "a"]) == plots.method_styles(["a", "b"])
+def test_every_registered_algorithm_has_its_own_colour_in_every_run():
+    """An algorithm's colour comes from its place in the registry, not from a config's order or a figure's
+    subset; a method with a non-private step is dashed and says so in its label."""
+    styles = plots.method_styles(list(ALGORITHMS))
+    assert len({s["color"] for s in styles.values()}) == len(ALGORITHMS) <= len(plots.PALETTE)
+    assert [s["color"] for s in styles.values()] == [plots.PALETTE[k] for k in range(len(ALGORITHMS))]
+    assert plots.method_styles(["objpert", "dp-gd"]) == {a: styles[a] for a in ("dp-gd", "objpert")}
+    for name, style in styles.items():
+        nonprivate = ALGORITHMS[name].role == "non-private step"
+        assert (style["ls"] == "--") == nonprivate
+        assert style["label"] == plots.label(name) + (" (non-private step)" if nonprivate else "")
+    # neither the trivial line's black nor the floor's dots is a method's
+    assert "#000000" not in plots.PALETTE and ":" not in plots.LINES.values()
+
+
+def test_configurations_are_shades_and_line_styles_of_their_algorithm():
+    """Tuning variants of an algorithm get shades of its colour (and markers), an averaged release the
+    dash-dot line of its variant; the legend lists an algorithm's configurations together."""
+    methods = {"hess-clip": {"base": "hess-clip", "average": "none", "variant": "{}"},
+               "dp-gd-s8": {"base": "dp-gd", "average": "none", "variant": "s8"},
+               "dp-gd": {"base": "dp-gd", "average": "none", "variant": "{}"},
+               "dp-gd-tail": {"base": "dp-gd", "average": "tail", "variant": "{}"},
+               "dp-gd-tail-s8": {"base": "dp-gd", "average": "tail", "variant": "s8"}}
+    styles = plots.method_styles(methods)
+    assert list(styles) == ["dp-gd-s8", "dp-gd-tail-s8", "dp-gd", "dp-gd-tail", "hess-clip"]
+    hue = {n: colorsys.rgb_to_hls(*to_rgb(s["color"]))[0] for n, s in styles.items()}
+    assert styles["dp-gd-s8"]["color"] == plots.PALETTE[list(ALGORITHMS).index("dp-gd")]
+    assert styles["dp-gd"]["color"] != styles["dp-gd-s8"]["color"]
+    assert abs(hue["dp-gd"] - hue["dp-gd-s8"]) < 0.01
+    assert styles["dp-gd"]["marker"] != styles["dp-gd-s8"]["marker"]
+    for last, tail in (("dp-gd", "dp-gd-tail"), ("dp-gd-s8", "dp-gd-tail-s8")):
+        assert styles[tail]["color"] == styles[last]["color"]
+        assert (styles[last]["ls"], styles[tail]["ls"]) == ("-", "-.")
 
 
 def _drawn_styles(monkeypatch, draw):
@@ -30,7 +59,7 @@ def _drawn_styles(monkeypatch, draw):
     def fake_save(fig, paths):
         for ax in fig.axes:
             for ln in ax.get_lines():
-                seen[ln.get_label()] = (ln.get_color(), ln.get_linestyle())
+                seen[ln.get_label()] = (to_hex(ln.get_color()), ln.get_linestyle())
         plots.plt.close(fig)
 
     monkeypatch.setattr(plots, "save", fake_save)
@@ -38,47 +67,75 @@ def _drawn_styles(monkeypatch, draw):
     return seen
 
 
-def test_a_method_has_the_same_style_in_figure_2_and_figure_7(tmp_path, monkeypatch):
-    methods = ["dp-gd", "hess-clip", "qu-clip", "objpert"]
-    styles = plots.method_styles(methods)
+def _frontier(method="objpert", role="one-shot"):
+    frontier = pd.DataFrame({"dataset": "s", "conversion": "bs16", "epsilon": 1.0, "method": [method] * 2,
+                             "role": role, "configurations": 1, "budget_index": [0, 1]})
+    for prefix in ("passes_", "runtime_"):
+        frontier = frontier.assign(**{prefix + "budget": [1.0, 10.0], prefix + "best_excess_loss": [0.02, 0.01],
+                                      prefix + "best_algorithm": method, prefix + "best_T": 1,
+                                      prefix + "best_cost": 1.0, prefix + "costed": True, prefix + "note": ""})
+    return frontier
+
+
+def test_a_method_has_the_same_style_in_figure_2_and_figure_6(tmp_path, monkeypatch):
+    styles = plots.method_styles(["dp-gd", "hess-clip", "qu-clip", "objpert"])
     best = pd.DataFrame({"dataset": "s", "algorithm": ["objpert", "objpert", "qu-clip", "qu-clip"],
                          "conversion": "bs16", "epsilon": [0.1, 1.0, 0.1, 1.0],
                          "excess_loss_mean": [0.05, 0.01, 0.04, 0.02], "excess_loss_se": 0.0})
     baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.1]})
     fig2 = _drawn_styles(monkeypatch, lambda: plots.privacy_utility(
         best, baseline, ["qu-clip", "objpert"], "bs16", [tmp_path / "f2.png"], styles=styles))
-    frontier = pd.DataFrame({"dataset": "s", "conversion": "bs16", "epsilon": 1.0, "method": ["objpert"] * 2,
-                             "role": "one-shot", "configurations": 1, "budget_index": [0, 1]})
-    for prefix in ("passes_", "runtime_"):
-        frontier = frontier.assign(**{prefix + "budget": [1.0, 10.0], prefix + "best_excess_loss": [0.02, 0.01],
-                                      prefix + "best_algorithm": "objpert", prefix + "best_T": 1,
-                                      prefix + "best_cost": 1.0, prefix + "costed": True, prefix + "note": ""})
     fig6 = _drawn_styles(monkeypatch, lambda: plots.frontier_figure(
-        frontier, baseline, "bs16", [tmp_path / "f7.png"], styles=styles))
+        _frontier(), baseline, "bs16", [tmp_path / "f6.png"], styles=styles))
     for name in ("objpert", "qu-clip"):
-        colour, ls = styles[name]["color"], styles[name]["ls"]
-        assert fig2[plots.label(name)] == (colour, ls)
+        assert fig2[plots.label(name)] == (styles[name]["color"], styles[name]["ls"])
     assert fig6[plots.label("objpert")] == (styles["objpert"]["color"], styles["objpert"]["ls"])
-    # the config's order decides, not the figure's subset: objpert is the 4th method in both
-    assert fig2[plots.label("objpert")][0] == plots.plt.get_cmap("tab10").colors[3]
 
 
 @pytest.mark.parametrize("configfile", ["config/config.yaml", "config/claims.yaml", ".test/config/config.yaml"])
-def test_every_name_a_figure_draws_has_its_own_style(configfile):
-    """The shipped configs declare up to 33 configurations, more than the 20 (colour, line style) pairs: the
-    names the figures draw (Figure 6's base algorithms, the configurations the figure lists name, or all of
-    them when the privacy-utility list is empty, as in the default config) still get distinct pairs."""
+def test_every_configuration_has_its_own_style(configfile):
+    """The shipped configs declare up to 40 configurations: each, and each base algorithm (Figures 6 and 8 draw
+    one line per algorithm), has its own (colour, line style), and its algorithm's hue."""
     cfg = load_config(yaml.safe_load((REPO / configfile).read_text()))
     plan = expand(cfg, check_data=False)
     drawn = drawn_names(plan, cfg["figures"])
     assert set(drawn) <= set(plan.algorithms) and len(drawn) > 1
-    bases = [plan.base(a) for a in plan.algorithms]
-    styles = plots.method_styles(style_order(plan, drawn))
-    shown = list(dict.fromkeys(bases + drawn))
-    assert len({(styles[m]["color"], styles[m]["ls"]) for m in shown}) == len(shown)
-    # precond-dp-gd and hess-clip were both solid blue in Figure 6 when styles followed the config's order
-    if "precond-dp-gd" in bases:
-        assert styles["precond-dp-gd"] != styles["hess-clip"]
+    methods = style_order(plan, drawn)
+    styles = plots.method_styles(methods)
+    bases = {plan.base(a) for a in plan.algorithms}
+    assert set(styles) == set(plan.algorithms) | bases
+    assert len({(s["color"], s["ls"]) for s in styles.values()}) == len(styles)
+    for name in styles:
+        base = methods[name]["base"]
+        assert colorsys.rgb_to_hls(*to_rgb(styles[name]["color"]))[0] == pytest.approx(
+            colorsys.rgb_to_hls(*to_rgb(styles[base]["color"]))[0], abs=0.01)
+    # the algorithm's own line (Figures 6 and 8) is its card's colour
+    assert all(styles[b]["color"] == plots.PALETTE[list(ALGORITHMS).index(b)] for b in bases)
+
+
+def test_legend_notes_and_title_sit_outside_the_panels(tmp_path, monkeypatch):
+    """Figure 2's instability note and the shared legend are below the panels, the title above them:
+    no text over the data."""
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, paths: figs.append(fig))
+    best = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "algorithm": "dp-gd", "conversion": "bs16",
+                         "epsilon": [0.1, 1.0] * 2, "excess_loss_mean": [0.05, 0.01, 0.04, 0.02],
+                         "excess_loss_se": 0.0, "unstable_fraction": [0.5, 0.0, 0.25, 0.0]})
+    baseline = pd.DataFrame({"dataset": ["a", "b"], "trivial_excess_loss": [0.1, 0.1]})
+    plots.privacy_utility(best, baseline, ["dp-gd"], "bs16", [tmp_path / "f.png"])
+    (fig,) = figs
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    panels = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
+    assert all(not ax.texts for ax in fig.axes)
+    (legend,) = fig.legends
+    (title,) = [t for t in fig.texts if t.get_text().startswith("Privacy-utility trade-off")]
+    (note,) = [t for t in fig.texts if t is not title]
+    assert "a: DP-GD 50%" in note.get_text() and "b: DP-GD 25%" in note.get_text()
+    bottom = min(p.y0 for p in panels)
+    assert legend.get_window_extent(renderer).y1 <= bottom and note.get_window_extent(renderer).y1 <= bottom
+    assert title.get_window_extent(renderer).y0 >= max(p.y1 for p in panels)
+    plots.plt.close(fig)
 
 
 def test_figure_3_has_a_log_iteration_axis_from_zero(tmp_path, monkeypatch):

@@ -3,7 +3,8 @@
 * Configurations that differ only in ``average`` share one job (:func:`~dpnewton.pipeline.plan.share_trajectories`):
   its rows, curves and ledger equal, bit for bit, those of one job per configuration, each member keeping
   its own grid and cap; jobs of one configuration keep their spec.
-* ``probe_first_seed`` (stop when seed 0 at the proposed T is above every seed at the best T): the grid a probing job ends with is the one obtained by replaying the rule by
+* ``probe_first_seed`` (stop when seed 0 at the proposed T is above every seed at the best T): the grid
+  a probing job ends with is the one obtained by replaying the rule by
   hand on the rows of the same job run without the probe (every seed at every proposed T), and the
   probe job runs no (seed, T) that the replay does not.
 """
@@ -20,7 +21,7 @@ from dpnewton.algorithms import ALGORITHMS
 from dpnewton.data import prepare
 from dpnewton.pipeline import jobs
 from dpnewton.pipeline.config import expand, load_config
-from dpnewton.pipeline.plan import Job, job_members, share_trajectories
+from dpnewton.pipeline.plan import Job, job_members, share_trajectories, trajectories
 from dpnewton.pipeline.selection import best_t, mean_per_t
 from tests.workflow.test_determinism import REPO
 
@@ -85,10 +86,15 @@ def test_members_of_one_trajectory_share_a_job(prepared, tmp_path):
 
 
 def test_the_default_config_shares_dp_gd_and_its_tail_average():
+    """DP-GD is lockstep: one job per dataset runs every epsilon; at each epsilon dp-gd and dp-gd-tail share
+    one trajectory (plan.trajectories)."""
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     plan = expand(load_config(copy.deepcopy(cfg)), base_dir=REPO, check_data=False)
-    owners = {j.key: set(job_members(j.spec)) for j in plan.jobs}
-    assert owners[("synthetic", "dp-gd", "bs16", "1", "0-2")] == {"dp-gd", "dp-gd-tail"}
+    (job,) = [j for j in plan.jobs if j.dataset == "synthetic" and j.spec["base_algorithm"] == "dp-gd"]
+    assert job.key == ("synthetic", "dp-gd", "bs16", "0.1", "0-2")
+    members = job_members(job.spec)
+    shared = [sorted(members[k]["algorithm"] for k in keys) for keys in trajectories(job.spec).values()]
+    assert shared == [["dp-gd", "dp-gd-tail"]] * 3
     assert not any(j.algorithm == "dp-gd-tail" for j in plan.jobs)
 
 
@@ -110,6 +116,7 @@ def _replay(full: pd.DataFrame, grid: list[int], cap: int, first_seed: int) -> t
         grid.append(new)
 
 
+@pytest.mark.usefixtures("blocked_pass")    # bit for bit: the full job's wide batch must not take the GEMM pass
 @pytest.mark.parametrize("step,cap", [(4.0, 512), (0.5, 256)])
 def test_the_probe_stops_where_the_rule_replayed_by_hand_stops(prepared, tmp_path, step, cap):
     ref, _, _ = _run(prepared, tmp_path / "full", {**_spec("dp-gd", "none", cap, step=step),

@@ -120,7 +120,7 @@ def test_heldout_table_at_best_T(run_dir):
         at = cell[cell["iterations"] == h["best_T"]]
         for col in ("train_accuracy", "test_accuracy", "test_log_loss"):
             assert h[f"{col}_mean"] == pytest.approx(at[col].mean(), rel=1e-15), col
-        assert h["test_log_loss_se"] == pytest.approx(np.std(at["test_log_loss"], ddof=0) / np.sqrt(len(at)))
+        assert h["test_log_loss_se"] == pytest.approx(np.std(at["test_log_loss"], ddof=1) / np.sqrt(len(at)))
     summary = pd.read_parquet(run_dir / "results/tables/summary.parquet")
     assert {"train_accuracy_mean", "test_accuracy_mean", "test_accuracy_se", "test_log_loss_mean",
             "test_log_loss_se"} <= set(summary.columns)

@@ -7,6 +7,8 @@ rule claims:
         best_curves="results/tables/best_curves.parquet",
         costs="results/tables/update_costs.parquet",
         frontier="results/tables/frontier.parquet",
+        # F*'s mechanism on the true loss, beside F* in "Beyond the paper" (dpnewton.floor)
+        floor="results/tables/floor.parquet",
         tracks=lambda wildcards: track_tables("parquet"),
     output:
         md=report(

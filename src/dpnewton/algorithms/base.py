@@ -1,9 +1,11 @@
 """What every optimizer shares: the run context, the result record and the iteration drivers.
 
 An optimizer is a function ``run(problem, contexts, hyper) -> list[RunResult]`` over a batch of
-independent runs (:class:`RunContext`) that share (dataset, algorithm, epsilon). Each run owns its
-Generator, its privacy ledger and its starting point, so a run's numbers never depend on the other
-runs in its batch.
+independent runs (:class:`RunContext`) of one dataset and algorithm. Each run owns its Generator, its
+privacy ledger (its epsilon, conversion and rho) and its starting point, so a run's noise never depends
+on the other runs in its batch. A batched optimizer whose card is ``lockstep`` also takes one
+configuration per run (:func:`per_run`; the driver's ``reset`` and ``average`` likewise), so runs of
+several configurations and budgets step together and share every pass over Z.
 
 Timing [docs/algorithms.md §9.3]: only the update steps are timed (``time.perf_counter``); evaluating the
 loss of each iterate is not. The margins Z w_t that an update computes anyway are reused for the
@@ -340,20 +342,32 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     return with_releases(res, releases, averages[0])
 
 
+def per_run(value, contexts: list[RunContext]) -> list:
+    """``value`` for each of ``contexts``: a list or tuple holds one value per run (a lockstep batch: one
+    configuration, reset flag or average per run); anything else is every run's."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(contexts):
+            raise ValueError(f"{len(value)} per-run values for {len(contexts)} runs")
+        return list(value)
+    return [value] * len(contexts)
+
+
 BatchStepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, list[RunContext], int], np.ndarray]
 
 
 def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: BatchStepFn,
-                    reset: bool = False, average: str = "none") -> list[RunResult]:
+                    reset: bool | list[bool] = False, average: str | list[str] = "none") -> list[RunResult]:
     """Run a batch of runs together: ``W_{t+1} = step(W_t, M_t, G_t, active_contexts, t)``.
 
     W has one row per active run; the margins M = Z W^T and the mean gradients G come from one
-    blocked pass over Z that serves every run (:meth:`LogisticProblem.margins_and_grads`). Runs with
-    smaller T drop out of the batch when done. A run's update time is the batch step time divided by
-    the number of runs in the step.
+    blocked pass over Z that serves every run (:meth:`LogisticProblem.margins_and_grads`: a run's bits
+    are those of the run alone while fewer than ``GEMM_MIN_RUNS`` runs are active, equal to rounding
+    from that width on). Runs with smaller T drop out of the batch when done. A run's update time is
+    the batch step time divided by the number of runs in the step.
 
-    ``average`` as in :func:`iterate_single`: each run's window w_a..w_T follows its own T
-    (:func:`average_window`); its running sums of w_s and of its margin column m_s (d + n floats
+    ``reset`` (the explosion reset of :func:`iterate_single`) and ``average`` are every run's, or one per
+    run (:func:`per_run`). ``average`` as in :func:`iterate_single`: each run's window w_a..w_T follows its
+    own T (:func:`average_window`); its running sums of w_s and of its margin column m_s (d + n floats
     per run, untimed, elementwise, so a run's average has the same bits whatever its batch) give
     the released w_bar and l(w_bar) without another pass over Z. Post-processing: the ledger and
     the iterates are those of ``average="none"``. Only the iterates of each run's
@@ -361,13 +375,14 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     """
     S = len(contexts)
     d = problem.d
-    averages = [released_averages(average, c) for c in contexts]
+    averages = [released_averages(a, c) for a, c in zip(per_run(average, contexts), contexts)]
+    resetting = per_run(reset, contexts)
     W = np.stack([random_unit_vector(c.rng, d) for c in contexts]) if S else np.zeros((0, d))
     W0 = W.copy()
     Ts = np.array([c.iterations for c in contexts], dtype=int)
-    cutoffs = np.array([reset_cutoff(problem, W0[i]) if reset else np.inf for i in range(S)])
-    if reset:
-        for c in contexts:
+    cutoffs = np.array([reset_cutoff(problem, W0[i]) if resetting[i] else np.inf for i in range(S)])
+    for c, r in zip(contexts, resetting):
+        if r:
             c.ledger.mark_nonprivate("explosion reset (uses the non-private optimum)")
     wanted = [c.loss_mask() for c in contexts]
     losses = [np.full(T + 1, np.nan) for T in Ts]
@@ -386,14 +401,14 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
         if blown.any():
             W_next[blown] = W0[active[blown]]
             resets[active[blown]] += 1
-        per_run = (time.perf_counter() - start) / len(active)
+        step_share = (time.perf_counter() - start) / len(active)
         scored = [j for j, i in enumerate(active) if wanted[i][t]]
         if scored:
             # each run's terms are summed as its own row: the same bits whichever columns are scored
             for j, loss in zip(scored, problem.loss_from_margins(M[:, scored])):
                 losses[active[j]][t] = loss
         for i in active:
-            totals[i] += per_run
+            totals[i] += step_share
             elapsed[i][t + 1] = totals[i]
         for j, i in enumerate(active):
             sums[i].add(t, Wa[j], M[:, j])

@@ -20,7 +20,9 @@ mean of a window of iterates (:func:`.base.average_window`; docs/algorithms.md Â
 the batched driver from running sums: post-processing, the ledger is unchanged.
 
 All runs of a batch share each pass over Z (margins and gradients of every run in one blocked
-sweep, :meth:`LogisticProblem.margins_and_grads`); a trial step of the line search costs O(n)
+sweep, :meth:`LogisticProblem.margins_and_grads`). Both cards are ``lockstep``: a batch may hold runs of
+several configurations (``cfg`` one per run: DP-GD's step, the Oracle's line search and reg, either's
+reset and average) at several budgets, each run applying its own. A trial step of the line search costs O(n)
 because l(w - t g~) only needs m - t Z g~, where Z g~ is one more batched pass. The Armijo search
 finds the official scan's step by bisection over the candidate list (see :func:`.line_search.armijo_step`), so a
 step costs O(log K) trial evaluations instead of up to K = 360.
@@ -36,7 +38,7 @@ from scipy import optimize
 from ..loss import LogisticProblem
 from ..privacy.neighbouring import RELATIONS
 from ..privacy.plan import PlannedRelease, PrivacyPlan
-from .base import RunContext, RunResult, check_average, iterate_batched
+from .base import RunContext, RunResult, check_average, iterate_batched, per_run
 from .line_search import ARMIJO_START, armijo_step, ridge_line
 from .registry import AlgorithmSpec, AuditCase, planner, register, runner
 
@@ -99,14 +101,17 @@ def noisy_gradients(problem: LogisticProblem, G: np.ndarray, contexts: list[RunC
 
 
 def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
-              cfg: GradientDescentConfig = GradientDescentConfig()) -> list[RunResult]:
-    cfg = cfg.validated()
-    plans = {id(c): gradient_plan(cfg, c.rows(problem), problem.d, c.iterations, c.rho) for c in contexts}
+              cfg: GradientDescentConfig | list[GradientDescentConfig] = GradientDescentConfig()) -> list[RunResult]:
+    """DP-GD for every context, with ``cfg`` (or ``cfg[i]`` for context i, :func:`.base.per_run`)."""
+    cfgs = [c.validated() for c in per_run(cfg, contexts)]
+    plans = {id(c): gradient_plan(k, c.rows(problem), problem.d, c.iterations, c.rho) for c, k in zip(contexts, cfgs)}
+    steps = {id(c): k.step for c, k in zip(contexts, cfgs)}
 
     def step(W, M, G, ctxs, t):
-        return W - cfg.step * noisy_gradients(problem, G, ctxs, plans, t)
+        eta = np.array([steps[id(c)] for c in ctxs])[:, None]    # eta_j x row j: the bits of a scalar eta
+        return W - eta * noisy_gradients(problem, G, ctxs, plans, t)
 
-    return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
+    return iterate_batched(problem, contexts, step, reset=[k.reset for k in cfgs], average=[k.average for k in cfgs])
 
 
 def exact_step(phi) -> float:
@@ -117,29 +122,32 @@ def exact_step(phi) -> float:
 
 
 def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
-                     cfg: OracleConfig = OracleConfig()) -> list[RunResult]:
-    cfg = cfg.validated()
-    for ctx in contexts:
-        ctx.ledger.mark_nonprivate(f"step size by {cfg.line_search} line search on the exact loss")
-    reg = cfg.reg
-    plans = {id(c): gradient_plan(cfg, problem.n, problem.d, c.iterations, c.rho, "dp-gd-oracle") for c in contexts}
+                     cfg: OracleConfig | list[OracleConfig] = OracleConfig()) -> list[RunResult]:
+    """DP-GD-Oracle for every context, with ``cfg`` (or ``cfg[i]`` for context i, :func:`.base.per_run`)."""
+    cfgs = [c.validated() for c in per_run(cfg, contexts)]
+    for ctx, k in zip(contexts, cfgs):
+        ctx.ledger.mark_nonprivate(f"step size by {k.line_search} line search on the exact loss")
+    plans = {id(c): gradient_plan(k, problem.n, problem.d, c.iterations, c.rho, "dp-gd-oracle")
+             for c, k in zip(contexts, cfgs)}
+    configs = {id(c): k for c, k in zip(contexts, cfgs)}
 
     def step(W, M, G, ctxs, t):
+        reg = np.array([configs[id(c)].reg for c in ctxs])[:, None]
         G = G + reg * W
         Gn = noisy_gradients(problem, G, ctxs, plans, t)
         ZG = problem.margins(Gn)  # Z g~ for every run, one batched pass
         W_next = np.empty_like(W)
-        for j in range(W.shape[0]):
+        for j, ctx in enumerate(ctxs):
             w, g_noisy = W[j], Gn[j]
-            phi = ridge_line(problem, M[:, j], ZG[:, j], w, g_noisy, reg)
-            if cfg.line_search == "armijo":
+            phi = ridge_line(problem, M[:, j], ZG[:, j], w, g_noisy, reg[j, 0])
+            if configs[id(ctx)].line_search == "armijo":
                 eta = armijo_step(phi, phi(0.0), float(g_noisy @ G[j]))
             else:
                 eta = exact_step(phi)
             W_next[j] = w - eta * g_noisy
         return W_next
 
-    return iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
+    return iterate_batched(problem, contexts, step, reset=[k.reset for k in cfgs], average=[k.average for k in cfgs])
 
 
 register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
@@ -147,10 +155,12 @@ register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD
                        audit=(AuditCase("dp-gd", ("output",), "T=1, step 4: one Gaussian release"),
                               AuditCase("dp-gd-T5", ("output",), "T=5, step 0.05 (small step keeps the canary's "
                                         "effect on w_T undamped)", iterations=5, hyper={"step": 0.05})),
-                       batched=True, plan=planner(GradientDescentConfig, gradient_plan), relations=RELATIONS))
+                       batched=True, lockstep=True, plan=planner(GradientDescentConfig, gradient_plan),
+                       relations=RELATIONS))
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", label="DP-GD-Oracle",
-                       role="non-private step", paper=True, batched=True, nonprivate="line-search step size",
+                       role="non-private step", paper=True, batched=True, lockstep=True,
+                       nonprivate="line-search step size",
                        audit=(),  # its gradient releases are DP-GD's (audited on dp-gd's card)
                        # a gradient pass + ORACLE_LOSS_EVALS loss evaluations (half a pass each) per update
                        passes=lambda n, d, hyper: (1.0 + 0.5 * ORACLE_LOSS_EVALS,) * 2,

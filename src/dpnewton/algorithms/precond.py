@@ -34,7 +34,9 @@ B~, the clip, the factorisation and all later steps are post-processing of u(B) 
 
 All runs of a batch share the Gram pass and every pass over Z (:func:`.base.iterate_batched`); each
 run releases its own B~ from its own generator and applies its own P^-1 (one d x d matrix-vector
-product per step), so a run's bits do not depend on its batch. ``average`` (none | uniform | tail)
+product per step), so a run's noise does not depend on its batch. The card is ``lockstep``: a batch may
+hold runs of several configurations (``cfg`` one per run), each with its own step, budget split, lambda
+rule, refresh and average (memory: one d x d P^-1 per run). ``average`` (none | uniform | tail)
 releases the last iterate or the mean of a window of iterates, as for DP-GD (:func:`.base.average_window`;
 docs/algorithms.md §2.6): post-processing, the ledger is unchanged. The release of B~ and its
 factorisation happen inside the first (timed) update step, after the driver has drawn w0.
@@ -51,7 +53,7 @@ from scipy import linalg
 from ..loss import LogisticProblem
 from ..privacy.neighbouring import RELATIONS
 from ..privacy.plan import PlannedRelease, PrivacyPlan
-from .base import RunContext, RunResult, check_average, iterate_batched
+from .base import RunContext, RunResult, check_average, iterate_batched, per_run
 from .costs import eigh, gram
 from .double_noise import CONSTANTS, DoubleNoiseConfig, adaptive_lambda
 from .gradient_descent import noisy_gradients, gradient_release
@@ -163,16 +165,19 @@ def precond_plan(cfg: PrecondConfig, n: int, d: int, T: int, rho: float) -> Priv
 
 
 def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
-                      cfg: PrecondConfig = PrecondConfig()) -> list[RunResult]:
-    cfg = cfg.validated()
+                      cfg: PrecondConfig | list[PrecondConfig] = PrecondConfig()) -> list[RunResult]:
+    """precond-dp-gd for every context, with ``cfg`` (or ``cfg[i]`` for context i, :func:`.base.per_run`)."""
+    cfgs = [c.validated() for c in per_run(cfg, contexts)]
     d = problem.d
-    plans = {id(c): precond_plan(cfg, c.rows(problem), d, c.iterations, c.rho) for c in contexts}
+    configs = {id(c): k for c, k in zip(contexts, cfgs)}
+    plans = {id(c): precond_plan(k, c.rows(problem), d, c.iterations, c.rho) for c, k in zip(contexts, cfgs)}
     inverses: dict[int, np.ndarray] = {}
     info: dict[int, dict] = {}
     shared = {}
 
     def release_curvature(ctx: RunContext, t: int, margins: np.ndarray | None) -> None:
         """Release B (t = 0, margins None) or the refresh SOI at w_t (from its margins Z w_t)."""
+        cfg = configs[id(ctx)]
         if margins is None:
             if "B" not in shared:
                 shared["B"] = bohning_bound(problem)
@@ -195,17 +200,18 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
 
     def step(W, M, G, ctxs, t):
         for j, ctx in enumerate(ctxs):
+            refresh = configs[id(ctx)].refresh
             if id(ctx) not in inverses:        # t = 0: after the driver drew w0
                 release_curvature(ctx, t, None)
-            elif cfg.refresh and t % cfg.refresh == 0:
+            elif refresh and t % refresh == 0:
                 release_curvature(ctx, t, M[:, j])
         noisy = noisy_gradients(problem, G, ctxs, plans, t)
         out = np.empty_like(W)
         for j, ctx in enumerate(ctxs):
-            out[j] = W[j] - cfg.step * (inverses[id(ctx)] @ noisy[j])
+            out[j] = W[j] - configs[id(ctx)].step * (inverses[id(ctx)] @ noisy[j])
         return out
 
-    results = iterate_batched(problem, contexts, step, reset=cfg.reset, average=cfg.average)
+    results = iterate_batched(problem, contexts, step, reset=[k.reset for k in cfgs], average=[k.average for k in cfgs])
     for ctx, res in zip(contexts, results):
         res.diagnostics.update(info.get(id(ctx), {}))
     return results
@@ -231,5 +237,5 @@ register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd)
                               AuditCase("precond-dp-gd-soi", ("curvature-release", "output"),
                                         "SOI canary (zero records + one record orthogonal to w0); precond_frac 0.9",
                                         hyper={"precond_frac": 0.9}, canary="zero-orthogonal")),
-                       passes=costed(PrecondConfig, precond_passes), batched=True,
+                       passes=costed(PrecondConfig, precond_passes), batched=True, lockstep=True,
                        plan=planner(PrecondConfig, precond_plan), relations=RELATIONS))

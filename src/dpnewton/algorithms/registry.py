@@ -94,12 +94,17 @@ class AlgorithmSpec:
     the project's in every report), ``audit`` (its rows of the empirical privacy audit, :class:`AuditCase`;
     ``()`` is a declaration that it is not audited on its own, said in a comment on the card) and, for an
     iterative method, ``passes`` (its cost model). Optional:
-    ``batched`` (shares passes over Z across runs), ``nonprivate`` (the non-private part of its protocol;
+    ``batched`` (shares passes over Z across runs), ``lockstep`` (batched, and its runner also takes one
+    configuration per run: ``hyper`` a list of dicts, one per context, each run applying its own; the
+    pipeline then runs every configuration, epsilon and conversion of the algorithm on a dataset as one
+    job, :func:`dpnewton.pipeline.plan.lockstep_jobs`), ``nonprivate`` (the non-private part of its protocol;
     required exactly when the role is "non-private step"), ``plan``, ``relations`` (the neighbouring
     relations its noise calibration covers, :mod:`dpnewton.privacy.neighbouring`), ``timed_as`` (a
     one-shot method: the timed algorithm whose update stands for one Newton step of its solve),
     ``kept_iterates`` (it keeps every iterate: memory (T + 1) x d), ``edge_note`` (why its best T may
-    sit at a grid edge, printed beside such cells).
+    sit at a grid edge, printed beside such cells), ``loss_note`` (why its excess loss is not comparable
+    with the other methods', e.g. measured on another objective: the loss figures leave it out and their
+    captions say why).
     """
 
     name: str
@@ -112,12 +117,14 @@ class AlgorithmSpec:
     passes: PassModel | None = None
     iterative: bool = True
     batched: bool = False
+    lockstep: bool = False
     nonprivate: str = ""
     plan: Callable[..., PrivacyPlan] | None = None
     relations: tuple[str, ...] = (BENCHMARK_RELATION,)
     timed_as: str = ""
     kept_iterates: bool = False
     edge_note: str = ""
+    loss_note: str = ""
 
     def __post_init__(self):
         where = f"algorithm card {self.name!r}"
@@ -142,6 +149,9 @@ class AlgorithmSpec:
                              "algorithm whose update stands for one Newton step of its solve")
         if not isinstance(self.audit, tuple) or not all(isinstance(c, AuditCase) for c in self.audit):
             raise ValueError(f"{where}: audit must be a tuple of AuditCase rows (or () to declare none)")
+        if self.lockstep and not (self.batched and self.config is not None):
+            raise ValueError(f"{where}: a lockstep algorithm is batched and has a runner(...) configuration (its "
+                             "runner takes one configuration per run)")
         unknown = set(self.relations) - set(RELATIONS)
         if not self.relations or unknown:
             raise ValueError(f"{where}: relations {self.relations!r} must be among {', '.join(RELATIONS)}")
@@ -168,8 +178,11 @@ class AlgorithmSpec:
 def runner(config_cls, run_fn, **fixed):
     """``run(problem, contexts, hyper)`` that builds ``config_cls`` from hyper (+ fixed fields); its
     ``config`` attribute is (config_cls, fixed), so a configuration can be checked without data
-    (:attr:`AlgorithmSpec.config`)."""
+    (:attr:`AlgorithmSpec.config`). ``hyper`` may also be a list of dicts, one per context (a lockstep
+    batch): ``run_fn`` then gets the list of their configurations."""
     def run(problem, contexts, hyper):
+        if isinstance(hyper, list):
+            return run_fn(problem, contexts, [build_config(config_cls, h, fixed) for h in hyper])
         return run_fn(problem, contexts, build_config(config_cls, hyper, fixed))
     run.config = (config_cls, dict(fixed))
     return run

@@ -2,7 +2,9 @@
 
 All functions take and return pandas frames so they can be unit-tested on hand-made data.
 
-* Standard error = std(ddof=0) / sqrt(#seeds), as the official code (docs/algorithms.md §9.1).
+* Standard error = sample standard deviation (ddof=1) / sqrt(#seeds) (:data:`SE_DDOF`); the official
+  code divides the ddof=0 standard deviation, 13 % smaller at 4 seeds (docs/algorithms.md §9.1). One
+  seed has no standard error (NaN).
 * Means and medians propagate NaN/inf: a seed that diverged makes its (cell, T) non-finite, and
   non-finite means never win the selection.
 * Best T per (dataset, algorithm, conversion, epsilon) = argmin over the T grid of the mean
@@ -39,7 +41,8 @@ from .timing import runtime_column
 
 GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
 SELECTION = "non-private: argmin over T of mean excess loss over seeds"
-SE_DDOF = 0
+#: the standard error's ddof: 1, the sample standard deviation (the official code's is 0)
+SE_DDOF = 1
 LEDGER_RTOL = 1e-9
 #: per-run metrics summarised as <name>_mean and <name>_se when the rows have them
 METRICS = ["train_accuracy", "test_accuracy", "test_log_loss"]
@@ -72,17 +75,19 @@ def read_rows(path) -> pd.DataFrame:
 
 
 def check_job_rows(frame: pd.DataFrame, path) -> None:
-    """A job runs every seed at every T of each configuration's (possibly extended) grid, so each seed
-    of a configuration in its rows file has the same set of T values; a file that lost rows (also one
+    """A job runs every seed at every T of each member's (possibly extended) grid, so each seed of a
+    (configuration, conversion, epsilon) in its rows file has the same set of T values (a lockstep job,
+    :func:`dpnewton.pipeline.plan.lockstep_jobs`, holds several of each); a file that lost rows (also one
     written before rows files carried their count) fails this unless it lost every T of whole seeds."""
     if not {"seed", "iterations"} <= set(frame.columns):
         return
-    parts = frame.groupby("algorithm") if "algorithm" in frame else [("", frame)]
-    for name, part in parts:
+    keys = [c for c in ("algorithm", "conversion", "epsilon") if c in frame]
+    for name, part in (frame.groupby(keys) if keys else [((), frame)]):
         grids = part.groupby("seed")["iterations"].agg(lambda t: tuple(sorted(t)))
         if grids.nunique() > 1:
             counts = ", ".join(f"seed {s}: {len(g)}" for s, g in grids.items())
-            raise DamagedFileError(path, f"the seeds of {name or 'its runs'} have different numbers of runs "
+            what = " ".join(f"epsilon {v:g}" if k == "epsilon" else str(v) for k, v in zip(keys, name))
+            raise DamagedFileError(path, f"the seeds of {what or 'its runs'} have different numbers of runs "
                                          f"({counts})", RUN_FIX)
 
 
@@ -134,7 +139,7 @@ def check_privacy(runs: pd.DataFrame) -> pd.DataFrame:
 
 def _se(x: pd.Series) -> float:
     x = x.to_numpy(dtype=float)
-    if not len(x) or not np.isfinite(x).all():
+    if len(x) <= SE_DDOF or not np.isfinite(x).all():
         return float("nan")
     return float(np.std(x, ddof=SE_DDOF) / math.sqrt(len(x)))
 
@@ -206,6 +211,8 @@ def best_t(summary: pd.DataFrame) -> pd.DataFrame:
         if len(grid) > 1:
             edge = ("high" if T == grid.max() else "low" if T == grid.min() and T > 1
                     else "min" if T == grid.min() else "")
+        if edge in ("low", "high") and _probed_past(best, T, edge):
+            edge = "probed"
         rec = {**base, "best_T": T, "at_edge": edge in ("low", "high"), "edge": edge, "all_nonfinite": False,
                **_edge_neighbour(grid, means, i, edge)}
         for col in best.index:
@@ -216,6 +223,15 @@ def best_t(summary: pd.DataFrame) -> pd.DataFrame:
     out["best_T"] = out["best_T"].astype("Int64")
     out["edge_neighbour_T"] = out["edge_neighbour_T"].astype("Int64")
     return out
+
+
+def _probed_past(best: pd.Series, T: int, edge: str) -> bool:
+    """Whether the T search's first-seed probe ran the next T beyond this edge and stopped the search
+    there (``probe_rejected_T``, :func:`dpnewton.pipeline.jobs.probe_passes`): seed 0 did worse at it
+    than every seed at the best T, so the best T is interior on that evidence (edge "probed", not an edge)."""
+    probe = best.get("probe_rejected_T", 0)
+    probe = 0 if pd.isna(probe) else int(probe)
+    return probe > T if edge == "high" else 0 < probe < T
 
 
 def _edge_neighbour(grid: np.ndarray, means: np.ndarray, i: int, edge: str) -> dict:
@@ -359,21 +375,21 @@ def table1_markdown(wide: pd.DataFrame, baseline: str, ours: str, conversion: st
 
 def edges_markdown(best: pd.DataFrame) -> str:
     e = best[best["at_edge"]]
+    probed = int((best["edge"] == "probed").sum())
     lines = ["# Best T at a grid edge", "",
              f"{len(e)} of {len(best)} (dataset, algorithm, conversion, epsilon) cells select the smallest "
              "('low', above T = 1) or largest ('high') T of their grid; widen the grid there. A best T = 1 is "
              "not an edge (no smaller T exists). *gain* = relative drop of the mean excess loss over the last "
              "step of the grid, from the neighbouring T to the best T: near 0 the cell is almost interior. "
-             "*probe*: the next T, where seed 0 alone ran and did worse than at the best T, so the search stopped "
-             "(`tuning.probe_first_seed`); '-' when the search stopped at its cap.", ""]
+             f"Not listed: {probed} cells ('probed') whose next T seed 0 ran alone and did worse there than every "
+             "seed at the best T, which stopped the search (`tuning.probe_first_seed`).", ""]
     if len(e):
         lines += ["| dataset | algorithm | conversion | epsilon | best T | edge | mean at best T | neighbour T "
-                  "| mean there | gain | probe | grid |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| mean there | gain | grid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, r in e.iterrows():
-            probe = int(r["probe_rejected_T"]) if "probe_rejected_T" in r and r["probe_rejected_T"] > 0 else "-"
             lines.append(f"| {r['dataset']} | {r['algorithm']} | {r['conversion']} | {_eps(r['epsilon'])} | "
                          f"{r['best_T']} | {r['edge']} | {r['excess_loss_mean']:.3g} | {r['edge_neighbour_T']} | "
-                         f"{r['edge_neighbour_mean']:.3g} | {r['edge_gain']:.0%} | {probe} | {r['grid']} |")
+                         f"{r['edge_neighbour_mean']:.3g} | {r['edge_gain']:.0%} | {r['grid']} |")
         if "base_algorithm" in e:
             notes = [ALGORITHMS[b].edge_note for b in dict.fromkeys(e["base_algorithm"])
                      if b in ALGORITHMS and ALGORITHMS[b].edge_note]

@@ -9,14 +9,20 @@ figure is one entry here plus its draw function in :mod:`.plots` (docs/extending
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
+import pandas as pd
 
 from ..algorithms import ALGORITHMS
 from . import plots
 from .tables import read_table
 
 NONPRIVATE_T = "Best T is selected **non-privately**."
+#: the card role of a method with a non-private step (dpnewton.algorithms.ROLES)
+NONPRIVATE_ROLE = "non-private step"
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,8 @@ class Figure:
     #: input name (a key of the tables the draw function gets) -> table stem, ``results/tables/<stem>.parquet``
     inputs: dict[str, str]
     #: draw(tables, params, outputs, styles): tables = input name -> DataFrame (verified reads), params = the
-    #: rule's params, outputs = the file paths to write, styles = the run's colour per method
+    #: rule's params, outputs = the file paths to write, styles = the run's colour, line style and legend label
+    #: per configuration (:func:`dpnewton.pipeline.plots.method_styles`)
     draw: Callable[[dict, dict, list, dict], None]
     #: caption(config, study) -> the report caption (reStructuredText); study = the conversion study entry
     caption: Callable[[dict, dict], str]
@@ -37,69 +44,137 @@ class Figure:
         return {key: f"results/tables/{stem}.parquet" for key, stem in self.inputs.items()}
 
 
+def _bases(p: dict) -> dict[str, str]:
+    """Configuration -> its registered algorithm, from the rule's ``methods`` (:func:`style_order`)."""
+    methods = p.get("methods", [])
+    return {m: k["base"] for m, k in methods.items()} if isinstance(methods, dict) else {}
+
+
+def loss_comparable(names, bases: dict) -> list[str]:
+    """The names among ``names`` whose excess loss the loss figures can show: all but the configurations
+    of an algorithm whose card has a ``loss_note`` (``bases``: configuration -> algorithm)."""
+    return [a for a in names if not getattr(ALGORITHMS.get(bases.get(a, a)), "loss_note", "")]
+
+
+def best_configurations(best: pd.DataFrame, conversion: str, candidates: dict) -> dict[str, list[str]]:
+    """Figure 2's additions, per dataset: among ``candidates`` (configuration -> its method, the registered
+    algorithm), each method's configuration with the lowest best-T mean excess loss at the most epsilons (ties:
+    the lowest geometric mean over its epsilons), and the configuration with the lowest of all at each epsilon."""
+    b = best[(best["conversion"] == conversion) & best["algorithm"].isin(list(candidates))]
+    b = b[np.isfinite(b["excess_loss_mean"].to_numpy(dtype=float))]
+    b = b.assign(method=b["algorithm"].map(candidates), log_loss=np.log(b["excess_loss_mean"].clip(lower=1e-300)))
+    out = {}
+    for ds, d in b.groupby("dataset", sort=True):
+        shown = d.loc[d.groupby("epsilon")["excess_loss_mean"].idxmin(), "algorithm"].tolist()
+        method_best = d.loc[d.groupby(["method", "epsilon"])["excess_loss_mean"].idxmin()]
+        wins = method_best["algorithm"].value_counts()
+        log_mean = d.groupby("algorithm")["log_loss"].mean()
+        for _, m in method_best.groupby("method", sort=True):
+            shown.append(min(set(m["algorithm"]), key=lambda a: (-wins[a], log_mean[a], a)))
+        out[ds] = list(dict.fromkeys(shown))
+    return out
+
+
+def _role(algorithm: str) -> str:
+    return ALGORITHMS[algorithm].role if algorithm in ALGORITHMS else ""
+
+
 def _fig1(t, p, outputs, styles):
     fig = p["figures"]
-    plots.runtime_curves(t["curves"], t["costs"], fig["runtime_algorithms"], float(fig["runtime_epsilon"]),
-                         p["conversion"], outputs, styles)
+    plots.runtime_curves(t["curves"], t["costs"], loss_comparable(fig["runtime_algorithms"], _bases(p)),
+                         float(fig["runtime_epsilon"]), p["conversion"], outputs, styles)
 
 
 def _fig2(t, p, outputs, styles):
-    plots.privacy_utility(t["best"], t["baseline"], p["privacy_utility"], p["conversion"], outputs,
-                          floor=t.get("floor"), styles=styles)
+    best = t["best"]
+    bases = {**dict(zip(best["algorithm"], best.get("base_algorithm", best["algorithm"]))), **_bases(p)}
+    figure_4 = set(p["minibatch"])
+    candidates = {a: bases[a] for a in loss_comparable(best["algorithm"].unique(), bases)
+                  if a not in figure_4 and _role(bases[a]) != NONPRIVATE_ROLE}
+    plots.privacy_utility(best, t["baseline"], loss_comparable(p["privacy_utility"], bases), p["conversion"],
+                          outputs, floor=t.get("floor"), styles=styles,
+                          extra=best_configurations(best, p["conversion"], candidates))
 
 
 def _fig3(t, p, outputs, styles):
     fig = p["figures"]
-    plots.convergence(t["curves"], fig["convergence_algorithms"], fig["convergence_epsilons"], p["conversion"],
-                      outputs, styles)
+    plots.convergence(t["curves"], loss_comparable(fig["convergence_algorithms"], _bases(p)),
+                      fig["convergence_epsilons"], p["conversion"], outputs, styles)
 
 
 def _fig4(t, p, outputs, styles):
-    plots.privacy_utility(t["best"], t["baseline"], p["minibatch"], p["conversion"], outputs,
-                          title="Minibatch variants vs DP-SGD", styles=styles)
+    plots.privacy_utility(t["best"], t["baseline"], loss_comparable(p["minibatch"], _bases(p)), p["conversion"],
+                          outputs, title="Minibatch variants vs DP-SGD", styles=styles)
 
 
 def _fig5(t, p, outputs, styles):
     plots.conversions(t["best"], p["study"]["algorithm"], p["conversions"], outputs, t.get("baseline"))
 
 
-def _fig6(t, p, outputs, styles):
-    plots.frontier_figure(t["frontier"], t["baseline"], p["conversion"], outputs, floor=t.get("floor"),
-                          styles=styles)
+def _frontier(measure: str):
+    def draw(t, p, outputs, styles):
+        table = t["frontier"]
+        table = table[table["method"].isin(loss_comparable(table["method"].unique(), {}))]
+        plots.frontier_figure(table, t["baseline"], p["conversion"], outputs, measure, floor=t.get("floor"),
+                              styles=styles)
+    return draw
 
 
 def _fig7(t, p, outputs, styles):
     plots.heldout(t["heldout"], p["privacy_utility"], p["conversion"], outputs, styles)
 
 
+def _not_shown(cfg: dict, names=None) -> str:
+    """The caption's sentence on the configurations of ``names`` (default: every one of the config) that a
+    loss figure leaves out: those of an algorithm whose card has a ``loss_note``."""
+    algorithms = cfg.get("algorithms") or {}
+    names = algorithms if names is None else names
+    bases = sorted({(algorithms.get(a) or {}).get("algorithm", a) for a in names})
+    return "".join(f" Not shown: {ALGORITHMS[b].label} ({ALGORITHMS[b].loss_note})." for b in bases
+                   if b in ALGORITHMS and ALGORITHMS[b].loss_note)
+
+
 def _caption_fig1(cfg, study):
     return (f"Figure 1: excess loss versus runtime at epsilon = {cfg['figures']['runtime_epsilon']} (delta = n^-2), "
-            "mean over seeds (+-1 s.e.) of each algorithm's best-T runs. The runtime at iteration k is that of a "
-            "lone run of k updates of the configuration (first update + (k - 1) x per-update cost), timed "
-            "round-robin in one process by the timing stage (results/tables/update_costs.csv; update steps only, "
-            f"one BLAS thread). {NONPRIVATE_T}")
+            "mean over seeds (+-1 s.e.) of each algorithm's best-T runs (best T listed below the legend). The "
+            "runtime at iteration k is that of a lone run of k updates of the configuration (first update + "
+            "(k - 1) x per-update cost), timed round-robin in one process by the timing stage "
+            f"(results/tables/update_costs.csv; update steps only, one BLAS thread). {NONPRIVATE_T}"
+            + _not_shown(cfg, cfg["figures"]["runtime_algorithms"]))
 
 
 def _caption_fig2(cfg, study):
+    chosen = ("the configurations of figures.privacy_utility_algorithms" if cfg["figures"]["privacy_utility_algorithms"]
+              else "every configuration but Figure 4's and those of methods with a non-private step")
     return ("Figure 2: privacy-utility trade-off. Best-T mean excess loss (+-1 s.e. band over seeds) versus "
-            f"epsilon, log axes, delta = n^-2, conversion {cfg['conversion']}; the black dashed line is the trivial "
-            "output w = 0; the grey dashed line is the Gaussian ridge floor F* (local quadratic model), **not a "
-            "lower bound** (the floor table: ridge ERM after one Gaussian gradient release, lam tuned "
-            f"non-privately). {NONPRIVATE_T} The note in each panel gives, per algorithm, the largest share (over "
-            "epsilon) of its runs (every T) that diverged or ended no better than w = 0, and the share of "
-            "iterations where the official explosion reset fired (configurations with ``reset: true`` only).")
+            f"epsilon, log axes, delta = n^-2, conversion {cfg['conversion']}. Shown in each dataset's panel: "
+            f"{chosen}; and, of every method (registered algorithm) without a non-private step and not in "
+            "Figure 4, the configuration with the lowest best-T mean excess loss at the most epsilons (ties: the "
+            "lowest geometric mean), and the configuration with the lowest of all at each epsilon, so each "
+            "epsilon's best private configuration is always shown. A colour is a method, its shades the "
+            "method's tuning variants; dash-dot lines release an average of iterates, dashed lines have a "
+            "**non-private step**. The black dashed line is the trivial output w = 0; the grey dotted line is "
+            "the Gaussian ridge floor F* (local quadratic model), **not a lower bound** (the floor table: ridge "
+            f"ERM after one Gaussian gradient release, lam tuned non-privately). {NONPRIVATE_T} The note below "
+            "the legend gives, per dataset and configuration, the largest share (over epsilon) of its runs "
+            "(every T) that diverged or ended no better than w = 0, and the share of iterations where the "
+            "official explosion reset fired (configurations with ``reset: true`` only)." + _not_shown(cfg))
 
 
 def _caption_fig3(cfg, study):
     eps = " and ".join(str(e) for e in cfg["figures"]["convergence_epsilons"])
     return ("Figure 3: DP-GD-Oracle (non-private line-search step) versus the double-noise Newton variants: "
             "excess loss versus iteration (log axis; mean +-1 s.e.) of the best-T runs at a low and a high "
-            f"epsilon ({eps}). {NONPRIVATE_T}")
+            f"epsilon ({eps}); each panel's best T is listed below the legend. {NONPRIVATE_T}"
+            + _not_shown(cfg, cfg["figures"]["convergence_algorithms"]))
 
 
 def _caption_fig4(cfg, study):
+    names = list(cfg["figures"]["minibatch_algorithms"]) + [cfg["figures"]["minibatch_baseline"]]
     return ("Figure 4: minibatch variants of double-noise Newton versus DP-SGD: best-T mean excess loss "
-            f"(+-1 s.e.) versus epsilon, delta = n^-2. {NONPRIVATE_T}")
+            f"(+-1 s.e.) versus epsilon, delta = n^-2; the black dashed line is the trivial output w = 0. The note "
+            "below the legend gives, per dataset and configuration, the largest share (over epsilon) of its runs "
+            f"(every T) that diverged or ended no better than w = 0. {NONPRIVATE_T}" + _not_shown(cfg, names))
 
 
 def _caption_fig5(cfg, study):
@@ -111,18 +186,31 @@ def _caption_fig5(cfg, study):
             "line is the trivial output w = 0; best T selected **non-privately**.")
 
 
+#: what Figures 6 and 8 share in their captions
+FRONTIER_TEXT = ("Per (dataset, epsilon): the best mean excess loss a method reaches within a budget (step lines: "
+                 "best so far) versus the budget, log-log; one row per dataset, one column per epsilon. Each line "
+                 "is the best over all declared configurations of the method and all T within the budget: that "
+                 "selection is **non-private** (argmin of the true loss). A colour is a method; dashed lines: "
+                 "methods with a **non-private step** (their role on the algorithm card). Reference lines: the "
+                 "trivial output w = 0 (black dashed) and the Gaussian ridge floor F* (grey dotted), the local "
+                 "quadratic model's floor, **not a lower bound**; the non-private optimum (excess 0) is off the "
+                 "log scale.")
+
+
 def _caption_fig6(cfg, study):
-    return (f"Figure 6: compute-budget frontier, conversion {cfg['conversion']}. Per (dataset, epsilon): the best "
-            "mean excess loss a method reaches within a budget (step lines: best so far) versus the budget, "
-            "log-log; top row of each dataset in gradient passes over Z (pass-equivalents, each algorithm card's "
-            "cost model, units measured by benchmarks/pass_costs.py: an estimate, not a measurement), bottom row in "
-            "seconds of a lone run (timing stage; only timed configurations appear: methods the timing stage did "
-            "not time have no runtime line). A one-shot method is costed by its recorded Newton steps (a model). "
-            "Each line is the best over all declared configurations of the method and all T within the budget: "
-            "that selection is **non-private** (argmin of the true loss). Dashed lines: methods with a "
-            "**non-private step** (their role on the algorithm card). Reference lines: the trivial output w = 0 "
-            "(black dashed) and the Gaussian ridge floor F* (dotted), the local quadratic model's floor, **not a "
-            "lower bound**; the non-private optimum (excess 0) is off the log scale.")
+    return (f"Figure 6: compute-budget frontier by gradient passes, conversion {cfg['conversion']}. The budget is "
+            "in gradient passes over Z (pass-equivalents, each algorithm card's cost model, units measured by "
+            "benchmarks/pass_costs.py: an estimate, not a measurement); a one-shot method is costed by its "
+            f"recorded Newton steps (a model). Figure 8 is the same frontier by runtime. {FRONTIER_TEXT}"
+            + _not_shown(cfg))
+
+
+def _caption_fig8(cfg, study):
+    return (f"Figure 8: compute-budget frontier by runtime, conversion {cfg['conversion']}. The budget is in "
+            "seconds of a lone run (timing stage); only timed configurations appear: methods the timing stage did "
+            "not time have no line, and a one-shot method is costed as its recorded Newton steps + 1 timed "
+            f"updates of its card's timed_as algorithm (a model). Figure 6 is the same frontier by gradient passes. "
+            f"{FRONTIER_TEXT}" + _not_shown(cfg))
 
 
 def _caption_fig7(cfg, study):
@@ -134,7 +222,9 @@ def _caption_fig7(cfg, study):
             "final iterate at each algorithm's best T, mean +-1 s.e. over seeds, versus epsilon (log axis), "
             f"conversion {cfg['conversion']}. Best T is selected **non-privately**, on the training excess loss, "
             "not on a test metric. The dashed line is the non-private optimum w* of the training part; the "
-            "dotted line is the trivial output w = 0 (log-loss ln 2).")
+            "dotted line is the trivial output w = 0 (log-loss ln 2). Shown: the configurations Figure 2 lists "
+            "(not its per-dataset additions), also those whose excess loss the loss figures leave out: test metrics "
+            "compare every method alike.")
 
 
 #: every figure of the workflow, in report order
@@ -150,10 +240,14 @@ SPECS: dict[str, Figure] = {
                                                                      for a in p["minibatch"])),
     "fig5_conversions": Figure("Figure 5: conversions", {"best": "best_T", "baseline": "baseline"}, _fig5,
                                _caption_fig5, made=lambda plan, p: len(p["conversions"]) > 1),
-    "fig6_frontier": Figure("Figure 6: compute-budget frontier",
-                            {"frontier": "frontier", "baseline": "baseline", "floor": "floor"}, _fig6, _caption_fig6),
+    "fig6_frontier": Figure("Figure 6: compute-budget frontier by gradient passes",
+                            {"frontier": "frontier", "baseline": "baseline", "floor": "floor"}, _frontier("passes"),
+                            _caption_fig6),
     "fig7_heldout": Figure("Figure 7: held-out test metrics", {"heldout": "heldout"}, _fig7, _caption_fig7,
                            made=lambda plan, p: plan.holdout is not None),
+    "fig8_frontier_runtime": Figure("Figure 8: compute-budget frontier by runtime",
+                                    {"frontier": "frontier", "baseline": "baseline", "floor": "floor"},
+                                    _frontier("runtime_s"), _caption_fig8),
 }
 FIGURES: tuple[str, ...] = tuple(SPECS)
 
@@ -186,12 +280,13 @@ def minibatch_names(plan, fig: dict) -> list[str]:
 
 
 def privacy_utility_names(plan, fig: dict) -> list[str]:
-    """Figure 2's configurations: the config's list or, when it is empty, every configuration but
-    Figure 4's and those of methods with a non-private step (their card's role)."""
+    """The configurations Figures 2 and 7 always show: the config's list or, when it is empty, every
+    configuration but Figure 4's and those of methods with a non-private step (their card's role). Figure 2
+    adds each dataset's :func:`best_configurations`."""
     if fig["privacy_utility_algorithms"]:
         return configured(plan, fig["privacy_utility_algorithms"])
     mini = set(fig["minibatch_algorithms"]) | {fig["minibatch_baseline"]}
-    return [a for a in plan.algorithms if a not in mini and ALGORITHMS[plan.base(a)].role != "non-private step"]
+    return [a for a in plan.algorithms if a not in mini and ALGORITHMS[plan.base(a)].role != NONPRIVATE_ROLE]
 
 
 def drawn_names(plan, fig: dict) -> list[str]:
@@ -200,10 +295,18 @@ def drawn_names(plan, fig: dict) -> list[str]:
             + configured(plan, fig["runtime_algorithms"]) + configured(plan, fig["convergence_algorithms"]))
 
 
-def style_order(plan, drawn) -> list[str]:
-    """The order in which :func:`dpnewton.pipeline.plots.method_styles` hands out (colour, line style)
-    pairs, the same for every figure of a run: the run's base algorithms first (Figure 6 draws one
-    line per base algorithm), then the configurations the other figures name (``drawn``), then every
-    other configuration of ``plan``. The drawn names thus get distinct pairs even when the config
-    declares more configurations than there are pairs (20)."""
-    return list(dict.fromkeys([plan.base(a) for a in plan.algorithms] + list(drawn) + list(plan.algorithms)))
+def style_order(plan, drawn) -> dict[str, dict]:
+    """Every base algorithm (Figures 6 and 8 draw one line per algorithm) and every configuration of ``plan``
+    as :func:`dpnewton.pipeline.plots.method_styles` takes them: name -> {"base": its registered algorithm,
+    "average": its release, "variant": its hyper-parameters but ``average``}, the same for every figure of a
+    run. Shades go to an algorithm's variants in this order: the algorithm itself (its card's defaults)
+    first, then the variants of the names the figures list (``drawn``), then the others."""
+    def key(a):
+        if a not in plan.algorithms:
+            return {"base": a, "average": "none", "variant": json.dumps({})}
+        hyper = plan.algorithms[a]["hyper"]
+        return {"base": plan.base(a), "average": str(hyper.get("average", "none")),
+                "variant": json.dumps({k: v for k, v in hyper.items() if k != "average"}, sort_keys=True, default=str)}
+
+    bases = [plan.base(a) for a in plan.algorithms]
+    return {a: key(a) for a in dict.fromkeys(bases + list(drawn) + list(plan.algorithms))}

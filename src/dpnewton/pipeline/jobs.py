@@ -1,4 +1,5 @@
-"""Run one pipeline job: every (seed, T) of one (dataset, algorithm, conversion, epsilon) chunk.
+"""Run one pipeline job: every (seed, T) of one (dataset, algorithm, conversion, epsilon) chunk, or of every
+member of a lockstep job (:func:`dpnewton.pipeline.plan.lockstep_jobs`).
 
 Writes (atomically, via :mod:`dpnewton.io`)
 
@@ -17,18 +18,22 @@ Writes (atomically, via :mod:`dpnewton.io`)
   (dp-sgd, the minibatch methods) or one-shot mechanisms (aop, objpert) have no zCDP releases and
   no ledger rows: their accounting is the rows' ``accounting_events``.
 
-The core is called once per grid round with every seed that is not checkpointed yet (one batch of
-seeds x |T| runs: the batched methods share each pass over Z among them), and progress is logged per
-seed. A run's bits do not depend on its batch (tests/algorithms/test_batching.py), so its numbers do not depend
-on how seeds are chunked into jobs or which units were resumed.
+The core is called once per grid round with every seed that is not checkpointed yet (one batch of the
+runs of every trajectory of the job, :func:`~dpnewton.pipeline.plan.trajectories`, at the round's T values:
+the batched methods share each pass over Z among them), and progress is logged per seed. A run's noise
+comes from its own identity; its bits do not depend on its batch while the batch is narrower than
+``dpnewton.loss.GEMM_MIN_RUNS`` and equal those of the run alone to rounding from that width on
+(tests/algorithms/test_batching.py), so its numbers do not depend on how seeds are chunked into jobs,
+which configurations share its job or which units were resumed, beyond that rounding.
 
-Checkpoints: each (grid round, seed) unit's rows, curves and ledger are also written, atomically, to
-``<rows>.partial/``, with its share of the batch's wall time and the SHA-256 of its contents
-(:func:`save_checkpoint`). An interrupted job (killed, cluster time limit, session end) that is run
-again with the same spec (``snakemake --rerun-incomplete``) loads its finished units instead of
-recomputing them; every run is a deterministic function of its identity, so the result is the same.
-A unit is reused only if its spec hash, seed and T grid match and its contents match their SHA-256
-(:func:`load_checkpoint`); the folder is removed when the job succeeds.
+Checkpoints: each (grid round, seed) unit's rows, curves and ledger (every trajectory's runs of that seed
+in that round) are also written, atomically, to ``<rows>.partial/``, with its share of the batch's wall
+time and the SHA-256 of its contents (:func:`save_checkpoint`). An interrupted job (killed, cluster time
+limit, session end) that is run again with the same spec (``snakemake --rerun-incomplete``) loads its
+finished units instead of recomputing them; every run is a deterministic function of its identity (and
+of its batch's widths: the resumed batch is the interrupted one, less its finished units), so the result
+is the same to the rounding above. A unit is reused only if its spec hash, seed and runs match and its
+contents match their SHA-256 (:func:`load_checkpoint`); the folder is removed when the job succeeds.
 """
 
 from __future__ import annotations
@@ -54,13 +59,13 @@ import pandas as pd
 import scipy
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from ..experiment import check_run, resolve_budget, result_record, run_at_rho
+from ..experiment import RunGroup, check_run, resolve_budget, result_record, run_groups
 from ..holdout import heldout_metrics
 from ..io import atomic_path, atomic_write_csv, atomic_write_parquet, read_parquet
 from ..privacy.neighbouring import BENCHMARK_RELATION, resolve_delta
 from ..problems import file_sha256, load_split_from_prepared
 from .frontier import pass_equivalents
-from .plan import config_hash, job_members
+from .plan import config_hash, job_members, trajectories
 from .selection import best_t, mean_per_t
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -208,77 +213,96 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     is the workflow's checkout, whose git revision and version the rows record (:func:`provenance`).
     Returns the rows as written (with their ``file_rows`` column).
 
-    The job's runs release a model for every member configuration (:func:`~.plan.job_members`: one, or
-    several that differ only in ``average``); each member keeps its own T grid and extension (the
-    :class:`TSearch` of its rows), and a (seed, T) run is computed once whichever members need it."""
+    The job's runs release a model for every member (:func:`~.plan.job_members`: one configuration,
+    several that differ only in ``average``, or every configuration x conversion x epsilon of a lockstep
+    job); each member keeps its own T grid and extension (the :class:`TSearch` of its rows), and a
+    (seed, T) run of a trajectory (:func:`~.plan.trajectories`) is computed once whichever members need it.
+    Every grid round runs the T values of all trajectories as one batch."""
     t0 = time.perf_counter()
     problem, test = load_split_from_prepared(Path(prepared), holdout=spec.get("holdout"),
                                              precision=spec.get("precision", "float64"))
     prov = provenance(spec, prepared, source_dir)
-    eps = float(spec["epsilon"])
-    max_points = int(spec["curves_max_points"])
     seeds = [int(s) for s in spec["seeds"]]
     base = spec.get("base_algorithm") or spec["algorithm"]
-    searches = {name: TSearch(name, m, pass_capped(m["extend"], base, problem.n, problem.d, m["hyper"]))
-                for name, m in job_members(spec).items()}
-    averages = tuple(dict.fromkeys(s.average for s in searches.values()))
-    log.info("job %s/%s/%s eps=%s seeds=%s T=%s n=%d d=%d config_hash=%s", spec["dataset"], "+".join(searches),
-             spec["conversion"], spec["eps_label"], seeds, sorted({t for s in searches.values() for t in s.grid}),
+    members = job_members(spec)
+    paths = trajectories(spec)
+    path_of = {key: path for path, keys in paths.items() for key in keys}
+    searches = {key: TSearch(m["algorithm"], m, pass_capped(m["extend"], base, problem.n, problem.d, m["hyper"]),
+                             path_of[key]) for key, m in members.items()}
+    cells = sorted({(m["conversion"], m["eps_label"]) for m in members.values()}, key=lambda c: (c[0], float(c[1])))
+    log.info("job %s/%s %s seeds=%s T=%s n=%d d=%d config_hash=%s", spec["dataset"],
+             "+".join(dict.fromkeys(m["algorithm"] for m in members.values())),
+             ", ".join(f"{c} eps={e}" for c, e in cells), seeds, sorted({t for x in searches.values() for t in x.grid}),
              problem.n, problem.d, prov["config_hash"])
     if test is not None:
         log.info("holdout %s: the runs use the %d training rows; %d test rows give the held-out metrics",
                  spec["holdout"], problem.n, test.n)
-    runs: dict[tuple[int, int], dict] = {}       # (seed, T) -> the run's record, curve and ledger
+    runs: dict[tuple[str, int, int], dict] = {}       # (trajectory, seed, T) -> the run's record, curve and ledger
     partial = checkpoint_dir(rows_out)
 
-    def compute(grid_round: int, wanted: dict[int, list[int]], what: str) -> None:
-        """Run (or resume) the units {seed: Ts} of one grid round: one batch of every seed not resumed."""
-        wanted = {s: sorted(set(Ts) - {T for (q, T) in runs if q == s}) for s, Ts in wanted.items()}
-        wanted = {s: Ts for s, Ts in wanted.items() if Ts}
-        keys = {s: {"config_hash": prov["config_hash"], "seed": s, "iterations": Ts, "averages": list(averages)}
-                for s, Ts in wanted.items()}
-        paths = {s: partial / f"round{grid_round}_seed{s}.pkl" for s in keys}
-        units = {s: load_checkpoint(paths[s], keys[s]) for s in keys}
+    def averages_of(path: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(searches[key].average for key in paths[path]))
+
+    def by_path(proposed: dict[str, int]) -> dict[str, list[int]]:
+        """{trajectory: T values} of members' T values."""
+        out: dict[str, set[int]] = {}
+        for key, T in proposed.items():
+            out.setdefault(searches[key].path, set()).add(T)
+        return {path: sorted(Ts) for path, Ts in out.items()}
+
+    def compute(grid_round: int, wanted: dict[int, dict[str, list[int]]], what: str) -> None:
+        """Run (or resume) the units {seed: {trajectory: Ts}} of one grid round: one batch of every seed not
+        resumed."""
+        wanted = {s: {path: sorted(set(Ts) - {T for (p, q, T) in runs if (p, q) == (path, s)})
+                      for path, Ts in by.items()} for s, by in wanted.items()}
+        wanted = {s: {path: Ts for path, Ts in by.items() if Ts} for s, by in wanted.items()}
+        wanted = {s: by for s, by in wanted.items() if by}
+        keys = {s: {"config_hash": prov["config_hash"], "seed": s,
+                    "runs": [[path, Ts, list(averages_of(path))] for path, Ts in by.items()]}
+                for s, by in wanted.items()}
+        files = {s: partial / f"round{grid_round}_seed{s}.pkl" for s in keys}
+        units = {s: load_checkpoint(files[s], keys[s]) for s in keys}
         todo = [s for s, unit in units.items() if unit is None]
         if todo:
             ts = time.perf_counter()
-            computed = _run_units(problem, spec, base, eps, todo, sorted({T for s in todo for T in wanted[s]}),
-                                  grid_round, prov, max_points, test, averages, wanted)
+            computed = _run_units(problem, spec, todo, grid_round, {s: wanted[s] for s in todo}, searches, prov, test)
             share = (time.perf_counter() - ts) / len(todo)  # the runs (benchmarks/pipeline.py reads it)
             for s in todo:
                 units[s] = {**computed[s], "seconds": share}
-                save_checkpoint(paths[s], keys[s], units[s])
+                save_checkpoint(files[s], keys[s], units[s])
         batch = f" [one batch of {len(todo)} seeds]" if len(todo) > 1 else ""
         for k, (s, unit) in enumerate(units.items(), 1):
             if unit.get("ledger") is None:
                 log.warning("checkpoint %s predates the privacy ledger: its runs have no rows in the ledger file",
-                            paths[s])
+                            files[s])
             for r, rec in enumerate(unit["rows"]):
-                T = int(rec["iterations"])
-                runs[(s, T)] = {"row": rec, "ledger": None if unit.get("ledger") is None else unit["ledger"][r],
-                                "curve": _curve_of(unit["curves"], T)}
+                runs[(unit["paths"][r], s, int(rec["iterations"]))] = {
+                    "row": rec, "ledger": None if unit.get("ledger") is None else unit["ledger"][r],
+                    "curve": unit["curves"][r]}
             log.info("progress %d/%d seeds done (%d runs, %.1fs)%s%s", k, len(units), len(unit["rows"]),
                      unit["seconds"] or 0.0, f" [grid round {grid_round}, {what}]" if grid_round else "",
                      batch if s in todo else _resumed_note(unit))
 
     grid_round = 0
-    compute(0, {s: sorted({T for x in searches.values() for T in x.grid}) for s in seeds}, "declared grid")
+    declared = {path: sorted({T for key in keys for T in searches[key].grid}) for path, keys in paths.items()}
+    compute(0, {s: declared for s in seeds}, "declared grid")
     while True:
-        proposed = {name: T for name, x in searches.items() if (T := x.next_T(runs, seeds)) is not None}
+        proposed = {key: T for key, x in searches.items() if (T := x.next_T(runs, seeds)) is not None}
         if not proposed:
             break
         grid_round += 1
         probe = seeds[0]
-        if len(seeds) > 1 and any(searches[name].probe for name in proposed):
+        if len(seeds) > 1 and any(searches[key].probe for key in proposed):
             probed = sorted(set(proposed.values()))
-            compute(grid_round, {probe: probed}, f"seed {probe} probes T={probed}")
-        for name, T in proposed.items():
-            searches[name].extend(T, grid_round, runs, seeds)
-        accepted = sorted({T for name, T in proposed.items() if T in searches[name].grid})
+            compute(grid_round, {probe: by_path(proposed)}, f"seed {probe} probes T={probed}")
+        for key, T in proposed.items():
+            searches[key].extend(T, grid_round, runs, seeds)
+        accepted = {key: T for key, T in proposed.items() if T in searches[key].grid}
         if accepted:
+            Ts = sorted(set(accepted.values()))
             log.info("best mean-over-seeds T is at an edge of the grid: extending it with T=%s (round %d)",
-                     accepted, grid_round)
-            compute(grid_round, {s: accepted for s in seeds}, f"T={accepted}")
+                     Ts, grid_round)
+            compute(grid_round, {s: by_path(accepted) for s in seeds}, f"T={Ts}")
     rows, curves, ledgers = [], [], []
     for x in searches.values():
         r, c, lg = x.outputs(runs, seeds)
@@ -296,14 +320,6 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     return frame
 
 
-def _curve_of(curves: list[pd.DataFrame], T: int) -> pd.DataFrame | None:
-    """The curve frame of the unit's run of T iterations (None when the job keeps no curves)."""
-    for frame in curves:
-        if len(frame) and int(frame["iterations"].iloc[0]) == T:
-            return frame
-    return None
-
-
 class TSearch:
     """One member configuration's T grid in a job: the declared grid, extended while its best
     mean-over-seeds T is at an edge (:func:`next_extension`, the extension rule ``ext``).
@@ -312,10 +328,13 @@ class TSearch:
     released excess loss there is above every seed's at the current best T (:func:`probe_passes`), the
     search stops without the other seeds running it (the probe's run is logged, not a row;
     ``probe_rejected_T`` records it).
-    Non-private, like the whole best-T selection."""
+    Non-private, like the whole best-T selection. ``name`` is the member's configuration, ``path`` the
+    trajectory whose runs release its model (:func:`~.plan.trajectories`; the job's runs are keyed
+    (trajectory, seed, T))."""
 
-    def __init__(self, name: str, member: dict, ext: dict | None):
+    def __init__(self, name: str, member: dict, ext: dict | None, path: str = ""):
         self.name, self.average, self.hyper, self.ext = name, member["average"], member["hyper"], ext
+        self.path = path
         self.grid = [int(t) for t in member["iterations"]]
         self.joined = {t: 0 for t in self.grid}
         self.probe = bool(ext and ext.get("probe_first_seed"))
@@ -324,7 +343,7 @@ class TSearch:
 
     def rows(self, runs: dict, seeds: list[int]) -> list[dict]:
         """The member's released-model rows of every (seed, T) of its grid so far."""
-        return [released_row(runs[(s, T)]["row"], self.average) for s in seeds for T in self.grid]
+        return [released_row(runs[(self.path, s, T)]["row"], self.average) for s in seeds for T in self.grid]
 
     def next_T(self, runs: dict, seeds: list[int]) -> int | None:
         if self.done:
@@ -337,8 +356,8 @@ class TSearch:
         """Accept T into the grid, unless the first seed's probe says it is already worse (then stop)."""
         if self.probe and len(seeds) > 1:
             best, _ = best_mean_t(self.rows(runs, seeds))
-            at_best = [released_row(runs[(s, best)]["row"], self.average)["excess_loss"] for s in seeds]
-            at_new = released_row(runs[(seeds[0], T)]["row"], self.average)["excess_loss"]
+            at_best = [released_row(runs[(self.path, s, best)]["row"], self.average)["excess_loss"] for s in seeds]
+            at_new = released_row(runs[(self.path, seeds[0], T)]["row"], self.average)["excess_loss"]
             if not probe_passes(at_new, at_best):
                 log.info("%s: seed %d at T=%d (%.6g) is above every seed's loss at the best T=%d (at most %.6g): "
                          "the T search stops there", self.name, seeds[0], T, at_new, best, max(at_best))
@@ -353,7 +372,7 @@ class TSearch:
         extended = any(self.joined.values())
         for s in seeds:
             for T in self.grid:
-                run = runs[(s, T)]
+                run = runs[(self.path, s, T)]
                 row = released_row(run["row"], self.average)
                 row.update({"algorithm": self.name, "hyper": json.dumps(self.hyper, sort_keys=True, default=str),
                             "grid_round": self.joined[T], "grid_extended": extended,
@@ -382,58 +401,71 @@ def released_row(row: dict, average: str) -> dict:
     return out
 
 
-def _run_units(problem, spec: dict, base: str, eps: float, seeds: list[int], Ts: list[int], grid_round: int,
-               prov: dict, max_points: int, test=None, averages: tuple[str, ...] = ("none",),
-               wanted: dict[int, list[int]] | None = None) -> dict[int, dict]:
-    """One batch of the runs {seed: Ts} (``wanted``; default every seed x ``Ts``) -> {seed: {'rows': result
-    rows, 'curves': downsampled curve frames, 'ledger': the runs' ledger frames (:func:`ledger_frame`)}}.
+def _run_units(problem, spec: dict, seeds: list[int], grid_round: int, wanted: dict[int, dict[str, list[int]]],
+               searches: dict[str, "TSearch"], prov: dict, test=None) -> dict[int, dict]:
+    """One batch of the runs {seed: {trajectory: Ts}} (``wanted``) of the members ``searches`` -> {seed:
+    {'rows': result rows, 'curves': their downsampled curve frames (None without curves), 'ledger': their
+    ledger frames (:func:`ledger_frame`), 'paths': their trajectories}}, the lists aligned.
 
-    Each run releases a model for every one of ``averages``; its row (the first average's) keeps them all in
-    ``released`` ({average: excess_loss, average, train_accuracy and, with ``test``, the held-out metrics}).
-    ``test``: the test split's problem (holdout on)."""
-    wanted = wanted or {s: list(Ts) for s in seeds}
-    units = {s: {"rows": [], "curves": [], "ledger": []} for s in seeds}
-    hyper = dict(spec.get("hyper") or {})
-    if averages[0] != "none":
-        hyper["average"] = averages[0]
-    # one batch: the runs of every (seed, T) wanted, whatever the seeds' T lists
-    runs = [(s, T) for s in seeds for T in wanted[s]]
-    delta, rho = resolve_budget(eps, spec.get("delta"), problem.n, spec["conversion"])
-    check_run(base, eps, spec.get("delta"), sorted({T for _, T in runs}), spec["conversion"], hyper=hyper)
-    results = run_at_rho(problem, spec["dataset"], base, eps, delta, spec["conversion"], rho, runs, hyper,
-                         loss_iterates=lambda T: curve_indices(T, max_points), averages=averages[1:])
-    for res in results:
-        seed = res.identity.seed
-        rows, curves = units[seed]["rows"], units[seed]["curves"]
-        rec = result_record(res, spec["conversion"], eps, _delta(spec, problem.n))
-        rec.update({"algorithm": spec["algorithm"], "base_algorithm": base, "eps_label": spec["eps_label"],
-                    "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
-                    "hyper": spec.get("hyper") or {}, "grid_round": grid_round, **prov,
-                    "timestamp_utc": utc_timestamp()})
-        released = {}
-        for a in averages:
-            model = res.released_as(a)
-            released[a] = {"excess_loss": model.released_excess_loss, "average": a,
-                           "train_accuracy": float("nan") if model.train_accuracy is None
-                           else float(model.train_accuracy)}
+    A trajectory's runs get its first member's conversion, epsilon and hyper-parameters (its ``average``
+    the configured one; :func:`dpnewton.experiment.run_groups`) and release a model for every member's
+    ``average``; a run's row keeps them all in ``released`` ({average: excess_loss, average, train_accuracy
+    and, with ``test``, the held-out metrics}). ``test``: the test split's problem (holdout on)."""
+    base = spec.get("base_algorithm") or spec["algorithm"]
+    members = job_members(spec)
+    units = {s: {"rows": [], "curves": [], "ledger": [], "paths": []} for s in seeds}
+    groups, cells = [], []
+    for path in dict.fromkeys(p for by in wanted.values() for p in by):
+        keys = [key for key, x in searches.items() if x.path == path]
+        first = members[keys[0]]
+        averages = tuple(dict.fromkeys(searches[key].average for key in keys))
+        hyper = {k: v for k, v in (first["hyper"] or {}).items() if k != "average"}
+        if averages[0] != "none":
+            hyper["average"] = averages[0]
+        eps, max_points = float(first["epsilon"]), int(first["curves_max_points"])
+        runs = tuple((s, T) for s in seeds for T in wanted[s].get(path, []))
+        delta, rho = resolve_budget(eps, spec.get("delta"), problem.n, first["conversion"])
+        check_run(base, eps, spec.get("delta"), sorted({T for _, T in runs}), first["conversion"], hyper=hyper)
+        groups.append(RunGroup(eps, delta, first["conversion"], rho, runs, hyper, averages[1:],
+                               lambda T, k=max_points: curve_indices(T, k)))
+        cells.append((path, first, averages))
+    for (path, first, averages), results in zip(cells, run_groups(problem, spec["dataset"], base, groups)):
+        conversion, eps, max_points = first["conversion"], float(first["epsilon"]), int(first["curves_max_points"])
+        for res in results:
+            seed = res.identity.seed
+            rec = result_record(res, conversion, eps, _delta(spec, problem.n))
+            rec.update({"algorithm": first["algorithm"], "base_algorithm": base, "eps_label": first["eps_label"],
+                        "n": problem.n, "d": problem.d, "loss_opt": problem.loss_opt,
+                        "hyper": first["hyper"] or {}, "grid_round": grid_round, **prov,
+                        "timestamp_utc": utc_timestamp()})
+            released = {}
+            for a in averages:
+                model = res.released_as(a)
+                released[a] = {"excess_loss": model.released_excess_loss, "average": a,
+                               "train_accuracy": float("nan") if model.train_accuracy is None
+                               else float(model.train_accuracy)}
+                if test is not None:
+                    released[a].update(heldout_metrics(test, model.w))
             if test is not None:
-                released[a].update(heldout_metrics(test, model.w))
-        if test is not None:
-            rec.update({"holdout": float(spec["holdout"]), "n_test": test.n, **released[averages[0]]})
-        row = flatten_record(rec)
-        row["released"] = released
-        rows.append(row)
-        units[seed]["ledger"].append(ledger_frame(res.ledger, rec, prov["config_hash"]))
-        log.info("  seed %d T=%d excess_loss=%s runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
-                 seed, res.identity.iterations, " ".join(f"{a}:{v['excess_loss']:.6g}" for a, v in released.items()),
-                 rec["runtime_s"], rec["rho"], rec["ledger_rho_total"], rec["resets"])
-        if max_points:
-            idx = curve_indices(res.identity.iterations, max_points)
-            curves.append(pd.DataFrame({
-                "dataset": spec["dataset"], "algorithm": spec["algorithm"],
-                "conversion": spec["conversion"], "epsilon": eps, "seed": seed,
-                "iterations": res.identity.iterations, "iterate": idx,
-                "excess_loss": np.asarray(res.excess_loss)[idx], "elapsed_s": np.asarray(res.elapsed)[idx]}))
+                rec.update({"holdout": float(spec["holdout"]), "n_test": test.n, **released[averages[0]]})
+            row = flatten_record(rec)
+            row["released"] = released
+            unit = units[seed]
+            unit["rows"].append(row)
+            unit["paths"].append(path)
+            unit["ledger"].append(ledger_frame(res.ledger, rec, prov["config_hash"]))
+            log.info("  seed %d T=%d %s eps=%s excess_loss=%s runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
+                     seed, res.identity.iterations, conversion, first["eps_label"],
+                     " ".join(f"{a}:{v['excess_loss']:.6g}" for a, v in released.items()),
+                     rec["runtime_s"], rec["rho"], rec["ledger_rho_total"], rec["resets"])
+            curve = None
+            if max_points:
+                idx = curve_indices(res.identity.iterations, max_points)
+                curve = pd.DataFrame({
+                    "dataset": spec["dataset"], "algorithm": first["algorithm"], "conversion": conversion,
+                    "epsilon": eps, "seed": seed, "iterations": res.identity.iterations, "iterate": idx,
+                    "excess_loss": np.asarray(res.excess_loss)[idx], "elapsed_s": np.asarray(res.elapsed)[idx]})
+            unit["curves"].append(curve)
     return units
 
 
@@ -454,8 +486,8 @@ def save_checkpoint(path: Path, key: dict, unit: dict) -> None:
 
 
 def load_checkpoint(path: Path, key: dict) -> dict | None:
-    """A finished unit's {'rows', 'curves', 'seconds', 'ledger'} if ``path`` holds one for exactly
-    ``key``, else None.
+    """A finished unit (a run job's {'rows', 'curves', 'paths', 'seconds', 'ledger'}) if ``path`` holds one for
+    exactly ``key``, else None.
 
     ``seconds`` is the wall time the unit took when it was computed and ``ledger`` its runs' ledger
     frames (None in checkpoints written before they were kept). A unit is trusted only if its body
@@ -475,8 +507,8 @@ def load_checkpoint(path: Path, key: dict) -> dict | None:
     except Exception as err:  # noqa: BLE001 -- any unreadable checkpoint is recomputed, never trusted
         log.warning("ignoring damaged checkpoint %s (%s); its unit is recomputed", path, err)
         return None
-    return {"rows": unit["rows"], "curves": unit["curves"], "seconds": unit.get("seconds"),
-            "ledger": unit.get("ledger")}
+    body = {k: v for k, v in unit.items() if k != "key"}     # a checkpoint from before the digest is its unit
+    return {**body, "seconds": unit.get("seconds"), "ledger": unit.get("ledger")}
 
 
 def checkpoint_body(saved: dict) -> dict:

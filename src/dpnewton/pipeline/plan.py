@@ -2,9 +2,11 @@
 
 A *job* is one (dataset, algorithm, conversion, epsilon, seed chunk); it runs every seed of its
 chunk times every T of the algorithm's grid (see ``docs/pipeline.md`` for why), and releases the
-models of every configuration that shares its trajectory (:func:`share_trajectories`). Everything that
-determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``config_hash`` column
-of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
+models of every configuration that shares its trajectory (:func:`share_trajectories`). The jobs of a
+``lockstep`` algorithm (its card) on one dataset and seed chunk are one job instead, whatever their
+configuration, conversion and epsilon (:func:`lockstep_jobs`): its runs step together in one batch.
+Everything that determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``config_hash``
+column of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
 A ``holdout`` enters the specs (and the protocol) only when it is on, so the jobs of a config
 without one keep their hashes.
 Likewise ``precision`` enters the specs only when it is not float64.
@@ -133,6 +135,7 @@ class Plan:
     curve_epsilons: list[str]
     warnings: list[str]
     holdout: float | None = None     # test fraction of every dataset (:mod:`dpnewton.holdout`); None = off
+    precision: str = "float64"       # of the products with Z (:data:`dpnewton.loss.PRECISIONS`)
     given: dict | None = None        # the config as passed to :func:`expand` (its hash is the protocol's)
 
     @property
@@ -346,8 +349,9 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
             if precision != "float64":
                 spec["precision"] = precision
             jobs.append(Job(ds, alg, conv, e, label, spec))
-    jobs = share_trajectories(jobs, algos, registry)
-    return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout, given)
+    jobs = lockstep_jobs(share_trajectories(jobs, algos, registry), registry)
+    return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout, precision=precision,
+                given=given)
 
 
 def share_trajectories(jobs: list[Job], algos: dict[str, dict], registry) -> list[Job]:
@@ -381,17 +385,71 @@ def share_trajectories(jobs: list[Job], algos: dict[str, dict], registry) -> lis
     return out
 
 
+#: the keys of the job specs of a lockstep group that are the same for every job (the others are its members')
+LOCKSTEP_SHARED = ("dataset", "dataset_options", "base_algorithm", "delta", "seeds", "holdout", "precision")
+
+
+def lockstep_jobs(jobs: list[Job], registry) -> list[Job]:
+    """Lockstep: the jobs of one dataset, seed chunk and ``lockstep`` registered algorithm (its card:
+    batched, one configuration per run) become one job, whatever their configurations, conversions and
+    epsilons, named by the first of them (config order, primary conversion first) and placed where it
+    was. Its spec keeps :data:`LOCKSTEP_SHARED` and lists every configuration x conversion x epsilon as a
+    member (``spec['members']``, keyed ``<configuration>/<conversion>/eps~<epsilon>``; :func:`job_members`),
+    each with its own T grid and extension rule; ``curves_max_points`` is the members' largest (whether
+    the job stores curves). Its runs step together in one batch (:func:`dpnewton.experiment.run_groups`),
+    each with its own configuration, budget and generator, so a run's noise is that of a job of its own.
+    A group of one job keeps its spec and hash."""
+    groups: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        base = job.spec["base_algorithm"]
+        lockstep = base in registry and registry[base].lockstep
+        groups.setdefault((job.dataset, job.chunk, base) if lockstep else (job.key,), []).append(job)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        owner = group[0]
+        members = {f"{m['algorithm']}/{m['conversion']}/eps~{m['eps_label']}": m
+                   for job in group for m in job_members(job.spec).values()}
+        spec = {k: owner.spec[k] for k in LOCKSTEP_SHARED if k in owner.spec}
+        spec.update(algorithm=owner.algorithm, lockstep=True, members=members,
+                    curves_max_points=max(m["curves_max_points"] for m in members.values()))
+        out.append(Job(owner.dataset, owner.algorithm, owner.conversion, owner.eps, owner.chunk, spec))
+    return out
+
+
 def job_members(spec: dict) -> dict[str, dict]:
-    """The configurations a job's runs release models for: {configuration name: {'average',
-    'iterations', 'extend'}}. A job of one configuration has one member (its spec's own grid and
-    extension rule); a job shared by configurations that differ only in ``average`` (one trajectory,
-    every released model: :func:`share_trajectories`) lists each in ``spec['members']``; ``hyper`` is
-    the member's own (with its ``average``), the spec's ``hyper`` the shared trajectory's."""
+    """The configurations a job's runs release models for: {member key: {'algorithm' (the configuration),
+    'conversion', 'primary', 'epsilon', 'eps_label', 'curves_max_points', 'average', 'hyper', 'iterations',
+    'extend'}}, each with its own T grid and extension rule; ``hyper`` is the member's own (with its
+    ``average``). A job of one configuration has one member (its spec's own fields), a job shared by
+    configurations that differ only in ``average`` (one trajectory, every released model:
+    :func:`share_trajectories`) one per configuration, both keyed by configuration name; a lockstep job
+    (:func:`lockstep_jobs`) one per configuration x conversion x epsilon, keyed
+    ``<configuration>/<conversion>/eps~<epsilon>``. Which members share their runs: :func:`trajectories`."""
+    if spec.get("lockstep"):
+        return {key: dict(m) for key, m in spec["members"].items()}
+    cell = {"conversion": spec.get("conversion"), "primary": spec.get("primary", True), "epsilon": spec.get("epsilon"),
+            "eps_label": spec.get("eps_label"), "curves_max_points": spec.get("curves_max_points", 0)}
     if "members" in spec:
-        return {name: dict(m) for name, m in spec["members"].items()}
+        return {name: {"algorithm": name, **cell, "hyper": dict(spec.get("hyper") or {}), **m}
+                for name, m in spec["members"].items()}
     hyper = dict(spec.get("hyper") or {})
-    return {spec["algorithm"]: {"average": hyper.get("average", "none"), "hyper": hyper,
-                                "iterations": list(spec["iterations"]), "extend": spec.get("extend")}}
+    return {spec["algorithm"]: {"algorithm": spec["algorithm"], **cell, "average": hyper.get("average", "none"),
+                                "hyper": hyper, "iterations": list(spec["iterations"]), "extend": spec.get("extend")}}
+
+
+def trajectories(spec: dict) -> dict[str, list[str]]:
+    """{trajectory: the keys of the :func:`job_members` that share it}: members of one conversion and epsilon
+    whose hyper-parameters differ at most in ``average`` run one trajectory per (seed, T), which releases
+    each member's model. Named ``<conversion>/eps~<epsilon>/<hyper-parameters but average, as JSON>``."""
+    out: dict[str, list[str]] = {}
+    for key, m in job_members(spec).items():
+        hyper = {k: v for k, v in (m["hyper"] or {}).items() if k != "average"}
+        name = f"{m['conversion']}/eps~{m['eps_label']}/{json.dumps(hyper, sort_keys=True, default=str)}"
+        out.setdefault(name, []).append(key)
+    return out
 
 
 def protocol_summary(plan: Plan) -> dict:
@@ -417,15 +475,28 @@ def protocol_summary(plan: Plan) -> dict:
         if cfg["tuning"]["extend_grid"] else {},
         "grid_extension_factor": int(cfg["tuning"]["factor"]) if cfg["tuning"]["extend_grid"] else None,
         "grid_extension_probe": bool(cfg["tuning"]["extend_grid"] and cfg["tuning"]["probe_first_seed"]),
-        "shared_trajectories": {j.algorithm: list(j.spec["members"]) for j in plan.jobs if "members" in j.spec},
+        "shared_trajectories": shared_trajectories(plan),
         "conversion_studies": [{"algorithms": s["algorithms"] or [s["algorithm"]], "conversions": s["conversions"],
                                 "datasets": s["datasets"], "epsilons": s["epsilons"]} for s in studies(cfg)],
         "dataset_max_passes": {ds: v["max_passes"] for ds, v in plan.datasets.items() if v["max_passes"] is not None},
         "selection": "best T = argmin over the T grid of the mean excess loss of the released model over seeds "
                      "(non-private tuning, as in the paper)",
         "n_jobs": len(plan.jobs), "config_hash": config_hash(cfg if plan.given is None else plan.given),
-        **holdout,
+        **holdout, **({} if plan.precision == "float64" else {"precision": plan.precision}),
     }
+
+
+def shared_trajectories(plan: Plan) -> dict[str, list[str]]:
+    """{first configuration: the configurations whose models one trajectory releases} over the plan's jobs
+    (:func:`trajectories` with more than one configuration)."""
+    out: dict[str, list[str]] = {}
+    for job in plan.jobs:
+        members = job_members(job.spec)
+        for keys in trajectories(job.spec).values():
+            names = list(dict.fromkeys(members[k]["algorithm"] for k in keys))
+            if len(names) > 1:
+                out.setdefault(names[0], names)
+    return out
 
 
 def configurations_per_algorithm(plan: Plan) -> dict[str, int]:

@@ -1,16 +1,19 @@
-"""Figures of the paper (1-4), the conversion study (5), the compute-budget frontier (6) and, with a
-holdout, the held-out metrics (7), from the aggregate tables.
+"""Figures of the paper (1-4), the conversion study (5), the compute-budget frontier (6 by gradient passes,
+8 by runtime) and, with a holdout, the held-out metrics (7), from the aggregate tables.
 
 Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
-epsilon). Axis labels and titles state that T was selected non-privately. A method has one colour
-and line style in every figure of a run (:func:`method_styles` in the order of
-:func:`dpnewton.pipeline.figures.style_order`).
+epsilon). Axis labels and titles state that T was selected non-privately. A configuration has one colour,
+line style, marker and legend label in every figure (:func:`method_styles`): the colour is its algorithm's
+(:data:`PALETTE`, in the registry's order), a shade of it (and a marker) per tuning variant, and the line
+style says how the model is released. Legends and notes sit below the panels, never over the data.
 """
 
 from __future__ import annotations
 
+import colorsys
 import math
 import shutil
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.colors import to_hex, to_rgb  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
@@ -31,6 +35,29 @@ NONPRIVATE = "best T per algorithm chosen non-privately"
 
 #: legend label of the floor line (dpnewton.floor.LABEL)
 FLOOR_LABEL = "Gaussian ridge floor (local quadratic model), not a lower bound"
+TRIVIAL_LABEL = "trivial w=0 (ln 2 - loss*)"
+OPTIMUM_LABEL = "non-private optimum w* (training split)"
+TRIVIAL_LOG_LOSS_LABEL = "trivial w=0 (ln 2)"
+#: the reference lines, listed after the methods in a legend
+REFERENCES = (TRIVIAL_LABEL, FLOOR_LABEL, OPTIMUM_LABEL, TRIVIAL_LOG_LOSS_LABEL)
+
+#: one colour per registered algorithm, the k-th of :data:`dpnewton.algorithms.ALGORITHMS` taking colour k
+#: (cycling past the end): sixteen hues that stay apart on a white background
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#7f7f7f", "#bcbd22",
+           "#008080", "#6b6ecf", "#f032e6", "#808000", "#17becf", "#800000", "#f6a600", "#e377c2")
+#: an algorithm's tuning variants (configurations that differ in more than their ``average``) in turn: the
+#: lightness of its colour (hue and saturation kept; 0 = the colour itself, -1 the darkest, 1 the lightest
+#: shade, :func:`_shade`) and the marker of the figures with one point per epsilon
+SHADES = (0.0, -0.5, 0.45, -0.9, 0.85, -0.25, 0.2)
+MARKERS = ("o", "s", "^", "v", "D", "P", "X")
+#: lightness range of the shades
+DARKEST, LIGHTEST = 0.2, 0.8
+#: line style by release: the last iterate, an average of iterates (``average`` other than none), and the
+#: same two for a method with a non-private step (its card's role); the floor's dots are no method's
+LINES = {("private", False): "-", ("private", True): "-.",
+         ("non-private step", False): "--", ("non-private step", True): (0, (6, 2, 1, 2, 1, 2))}
+#: legend and note text size (points)
+SMALL = 8
 
 
 def label(name: str) -> str:
@@ -38,31 +65,68 @@ def label(name: str) -> str:
     return ALGORITHMS[name].label if name in ALGORITHMS else name
 
 
-#: line styles of the methods, in turn per ten colours; "--" marks a non-private step (Figure 6) and ":"
-#: the floor, so neither is used here
-METHOD_LINES = ("-", "-.")
+def _shade(colour, amount: float) -> str:
+    """``colour`` with its lightness moved the share ``amount`` of the way to :data:`DARKEST` (< 0) or to
+    :data:`LIGHTEST` (> 0)."""
+    h, lightness, s = colorsys.rgb_to_hls(*to_rgb(colour))
+    bound = DARKEST if amount < 0 else LIGHTEST
+    return to_hex(colorsys.hls_to_rgb(h, lightness + abs(amount) * (bound - lightness), s))
 
 
 def method_styles(methods) -> dict[str, dict]:
-    """Colour and line style of each method, the same in every figure of a run: the k-th method of
-    ``methods`` (:func:`~dpnewton.pipeline.figures.style_order`) gets tab10 colour k mod 10 and line style
-    ``METHOD_LINES[k // 10]`` (cycling), so up to 20 methods stay apart."""
-    colours = plt.get_cmap("tab10").colors
-    return {m: {"color": colours[k % len(colours)], "ls": METHOD_LINES[(k // len(colours)) % len(METHOD_LINES)]}
-            for k, m in enumerate(dict.fromkeys(methods))}
+    """Colour, line style, marker and legend label (``plot`` keywords) of each configuration, the same in every
+    figure of a run, in legend order: by algorithm (registry order), then tuning variant, then release. The
+    figures of curves draw no markers (:func:`_curve`).
+
+    ``methods``: name -> {"base": its registered algorithm, "average": its release, "variant": a key equal for
+    configurations that differ only in ``average``} (:func:`dpnewton.pipeline.figures.style_order`; the
+    variants of an algorithm get :data:`SHADES` in the order given), or a list of names, each its own algorithm.
+    A method with a non-private step is marked so in its label and dashed."""
+    if not isinstance(methods, dict):
+        methods = {m: {"base": m, "average": "none", "variant": m} for m in dict.fromkeys(methods)}
+    order = list(ALGORITHMS)
+    order += list(dict.fromkeys(k["base"] for k in methods.values() if k["base"] not in ALGORITHMS))
+    variants: dict[str, list] = {}
+    for key in methods.values():
+        seen = variants.setdefault(key["base"], [])
+        if key["variant"] not in seen:
+            seen.append(key["variant"])
+    styles, rank = {}, {}
+    for name, key in methods.items():
+        base, averaged = key["base"], key["average"] not in ("none", None)
+        role = ALGORITHMS[base].role if base in ALGORITHMS else ""
+        nonprivate = role == "non-private step"
+        shade = variants[base].index(key["variant"])
+        styles[name] = {"color": _shade(PALETTE[order.index(base) % len(PALETTE)], SHADES[shade % len(SHADES)]),
+                        "ls": LINES["non-private step" if nonprivate else "private", averaged],
+                        "marker": MARKERS[shade % len(MARKERS)],
+                        "label": label(name) + (" (non-private step)" if nonprivate else "")}
+        rank[name] = (order.index(base), shade, averaged)
+    return {name: styles[name] for name in sorted(styles, key=lambda n: rank[n])}
 
 
 def _styles_for(styles: dict | None, names) -> dict[str, dict]:
-    """``styles`` extended by any of ``names`` it lacks (a caller without the config's list)."""
+    """``styles`` extended by any of ``names`` it lacks (a caller without the run's table), each its own
+    algorithm."""
     styles = dict(styles or {})
     extra = [n for n in dict.fromkeys(names) if n not in styles]
-    if extra:
-        styles.update(method_styles(list(styles) + extra))
+    styles.update(method_styles(extra))
     return styles
 
 
+def _curve(style: dict) -> dict:
+    """``style`` without its marker (a curve has a point per iterate or budget)."""
+    return {**style, "marker": None}
+
+
+def _in_style_order(names, styles: dict) -> list[str]:
+    """``names`` (without repeats) in legend order."""
+    rank = {n: k for k, n in enumerate(styles)}
+    return sorted(dict.fromkeys(names), key=lambda n: rank.get(n, len(rank)))
+
+
 def _style():
-    plt.style.use("seaborn-v0_8-darkgrid")
+    plt.style.use("seaborn-v0_8-whitegrid")
 
 
 def _grid(n: int, ncols: int = 3, size=(4.2, 3.3)):
@@ -114,35 +178,39 @@ def _series(d: pd.DataFrame, column: str, values, x: str):
 
 def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conversion: str, paths,
                     title: str = "Privacy-utility trade-off", floor: pd.DataFrame | None = None,
-                    styles: dict | None = None) -> None:
+                    styles: dict | None = None, extra: dict | None = None) -> None:
     """Figure 2 (and 4): best-T mean excess loss vs epsilon, log-log, +-1 s.e. bands, trivial line;
     with ``floor`` (the floor table) also the Gaussian ridge floor F*(epsilon) of each dataset as a
-    dashed line, labelled as what it is: a reference on the local quadratic model, not a lower bound."""
+    dotted line, labelled as what it is: a reference on the local quadratic model, not a lower bound.
+    ``extra`` (dataset -> configurations) adds configurations to a dataset's panel. Below the legend, per
+    dataset, the largest share over epsilon of each configuration's runs that were unstable."""
     _style()
-    b = best[(best["conversion"] == conversion) & best["algorithm"].isin(algorithms)]
-    styles = _styles_for(styles, algorithms)
+    extra = extra or {}
+    shown = list(algorithms) + [a for names in extra.values() for a in names]
+    b = best[(best["conversion"] == conversion) & best["algorithm"].isin(shown)]
+    styles = _styles_for(styles, shown)
     datasets = sorted(best["dataset"].unique())
     fig, axes = _grid(len(datasets))
+    notes = []
     for ax, ds in zip(axes, datasets):
         d = b[b["dataset"] == ds]
-        notes = []
-        for alg, a in _series(d, "algorithm", algorithms, "epsilon"):
-            _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], marker="o",
-                  ms=3, label=label(alg), **styles[alg])
+        unstable = []
+        for alg, a in _series(d, "algorithm", _in_style_order(list(algorithms) + extra.get(ds, []), styles),
+                              "epsilon"):
+            _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], ms=3.5, **styles[alg])
             note = _instability(a)
             if note:
-                notes.append(f"{label(alg)} {note}")
+                unstable.append(f"{styles[alg]['label']} {note}")
+        if unstable:
+            notes.append(f"{ds}: " + ", ".join(unstable))
         triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
         if len(triv):
-            ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
+            ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label=TRIVIAL_LABEL)
         if floor is not None:
             f = floor[(floor["dataset"] == ds) & (floor["conversion"] == conversion)].sort_values("epsilon")
             if len(f):
-                ax.plot(f["epsilon"], _positive(f["ridge_floor"]), color="0.45", ls="--", lw=1.2,
+                ax.plot(f["epsilon"], _positive(f["ridge_floor"]), color="0.45", ls=":", lw=1.4,
                         label=FLOOR_LABEL)
-        if notes:
-            ax.text(0.02, 0.02, "runs diverged or worse than w=0 (max over eps):\n" + "\n".join(notes),
-                    transform=ax.transAxes, fontsize=5.5, va="bottom", ha="left", alpha=0.8)
         if d.empty:
             _empty(ax)
         ax.set_xscale("log")
@@ -150,28 +218,27 @@ def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conv
         ax.set_title(ds)
         ax.set_xlabel(r"privacy budget $\varepsilon$ ($\delta=n^{-2}$)")
         ax.set_ylabel("excess loss at best T (mean, +-1 s.e.)")
-    _legend(fig, axes)
-    fig.suptitle(f"{title} ({NONPRIVATE}; conversion {conversion})")
+    if notes:
+        notes.insert(0, "Runs that diverged or ended no better than w=0 (largest share over epsilon):")
+    _finish(fig, axes, f"{title} ({NONPRIVATE}; conversion {conversion})", styles, notes)
     save(fig, paths)
 
 
 def _instability(a: pd.DataFrame) -> str:
-    """Legend-free note of the worst diverged/worse-than-trivial share over this algorithm's cells."""
+    """The worst diverged/worse-than-trivial share over this configuration's cells (and its reset share)."""
     if "unstable_fraction" not in a:
         return ""
     worst = a["unstable_fraction"].astype(float).max()
     resets = a["reset_iteration_fraction"].astype(float).max() if "reset_iteration_fraction" in a else 0.0
-    parts = []
-    if worst > 0:
-        parts.append(f"{worst:.0%}")
+    text = f"{worst:.0%}" if worst > 0 else ""
     if resets > 0:
-        parts.append(f"reset in {resets:.0%} of iterations")
-    return ", ".join(parts)
+        text += f" (reset in {resets:.0%} of iterations)"
+    return text.strip()
 
 
 def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilon: float, conversion: str,
                    paths, styles: dict | None = None) -> None:
-    """Figure 1: excess loss vs runtime, best-T runs, mean over seeds.
+    """Figure 1: excess loss vs runtime, best-T runs, mean over seeds; each panel's best T below the legend.
 
     The runtime at iterate k is that of a lone run of k updates (``costs``, the timing stage:
     :mod:`dpnewton.pipeline.timing`); a configuration that was not timed is left out.
@@ -184,44 +251,50 @@ def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilo
     styles = _styles_for(styles, algorithms)
     datasets = sorted(curves["dataset"].unique()) or ["(none)"]
     fig, axes = _grid(len(datasets))
+    notes = []
     for ax, ds in zip(axes, datasets):
         d = c[c["dataset"] == ds]
-        for alg, a in _series(d, "algorithm", algorithms, "iterate"):
-            y = _positive(a["excess_loss_mean"])
-            _band(ax, a["runtime_s"], y, a["excess_loss_se"], label=label(alg), **styles[alg])
-            # best T differs per panel: mark it at the curve's end (the legend is shared)
-            ax.annotate(f"T={int(a['iterations'].iloc[0])}", (a["runtime_s"].iloc[-1], y[-1]),
-                        fontsize=7, xytext=(3, 0), textcoords="offset points", va="center")
+        best_T = []
+        for alg, a in _series(d, "algorithm", _in_style_order(algorithms, styles), "iterate"):
+            _band(ax, a["runtime_s"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], **_curve(styles[alg]))
+            best_T.append(f"{styles[alg]['label']} {int(a['iterations'].iloc[0])}")
+        if best_T:
+            notes.append(f"{ds}: " + ", ".join(best_T))
         if d.empty:
             _empty(ax)
         ax.set_yscale("log")
         ax.set_title(f"{ds}, eps={epsilon:g}")
         ax.set_xlabel("runtime (s) of a lone run, from timed per-update costs")
         ax.set_ylabel("excess loss (mean, +-1 s.e.)")
-    _legend(fig, axes)
-    fig.suptitle(f"Excess loss vs runtime at eps={epsilon:g} ({NONPRIVATE})")
+    _finish(fig, axes, f"Excess loss vs runtime at eps={epsilon:g} ({NONPRIVATE})", styles,
+            ["Best T:"] + notes if notes else [])
     save(fig, paths)
 
 
 def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, paths,
                 styles: dict | None = None) -> None:
-    """Figure 3: excess loss vs iteration at a low and a high epsilon, best-T runs. The iteration axis is
-    logarithmic (linear between iterates 0 and 1, so w_0 stays on it): the Newton runs' best T is tens
-    of iterations, the Oracle's thousands."""
+    """Figure 3: excess loss vs iteration at a low and a high epsilon, best-T runs; each panel's best T
+    below the legend. The iteration axis is logarithmic (linear between iterates 0 and 1, so w_0 stays
+    on it): the Newton runs' best T is tens of iterations, the Oracle's thousands."""
     _style()
     styles = _styles_for(styles, algorithms)
     datasets = sorted(curves["dataset"].unique()) or ["(none)"]
     eps = list(epsilons)
     fig, axes = plt.subplots(len(datasets), len(eps), figsize=(4.2 * len(eps), 3.3 * len(datasets)),
                              squeeze=False)
+    notes = []
     for i, ds in enumerate(datasets):
         for j, e in enumerate(eps):
             ax = axes[i][j]
             d = curves[(curves["dataset"] == ds) & (curves["conversion"] == conversion)
                        & np.isclose(curves["epsilon"], e)]
-            for alg, a in _series(d, "algorithm", algorithms, "iterate"):
+            best_T = []
+            for alg, a in _series(d, "algorithm", _in_style_order(algorithms, styles), "iterate"):
                 _band(ax, a["iterate"], _positive(a["excess_loss_mean"]), a["excess_loss_se"],
-                      label=f"{label(alg)} (T={int(a['iterations'].iloc[0])})", **styles[alg])
+                      **_curve(styles[alg]))
+                best_T.append(f"{styles[alg]['label']} {int(a['iterations'].iloc[0])}")
+            if best_T:
+                notes.append(f"{ds}, eps={e:g}: " + ", ".join(best_T))
             if d.empty:
                 _empty(ax)
             ax.set_yscale("log")
@@ -230,9 +303,8 @@ def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, pat
             ax.set_title(f"{ds}, eps={e:g}")
             ax.set_xlabel("iteration (log scale)")
             ax.set_ylabel("excess loss (mean, +-1 s.e.)")
-            ax.legend(fontsize=7)
-    fig.suptitle(f"Convergence: DP-GD-Oracle vs ours ({NONPRIVATE})")
-    fig.tight_layout(rect=(0, 0, 1, 1 - min(0.2, 0.45 / fig.get_figheight())))
+    _finish(fig, list(axes.flat), f"Convergence: DP-GD-Oracle vs ours ({NONPRIVATE})", styles,
+            ["Best T:"] + notes if notes else [])
     save(fig, paths)
 
 
@@ -251,7 +323,7 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
         if baseline is not None:
             triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
             if len(triv):
-                ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
+                ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label=TRIVIAL_LABEL)
         if d.empty:
             _empty(ax)
         ax.set_xscale("log")
@@ -259,8 +331,7 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
         ax.set_title(f"{ds}: {label(algorithm)}")
         ax.set_xlabel(r"target $\varepsilon$ ($\delta=n^{-2}$)")
         ax.set_ylabel("excess loss at best T (mean, +-1 s.e.)")
-    _legend(fig, axes)
-    fig.suptitle(f"epsilon -> rho conversions ({NONPRIVATE})")
+    _finish(fig, axes, f"epsilon -> rho conversions ({NONPRIVATE})")
     save(fig, paths)
 
 
@@ -281,14 +352,13 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths, styles: dic
         ref = table[table["dataset"] == ds]
         for i, (metric, ylabel) in enumerate(panels):
             ax = grid[i][j]
-            for alg, a in _series(d, "algorithm", algorithms, "epsilon"):
-                _band(ax, a["epsilon"], a[f"{metric}_mean"], a[f"{metric}_se"], marker="o", ms=3,
-                      label=label(alg), **styles[alg])
+            for alg, a in _series(d, "algorithm", _in_style_order(algorithms, styles), "epsilon"):
+                _band(ax, a["epsilon"], a[f"{metric}_mean"], a[f"{metric}_se"], ms=3.5, **styles[alg])
             if len(ref):
                 ax.axhline(float(ref[f"optimum_{metric}"].iloc[0]), color="k", ls="--", lw=1,
-                           label="non-private optimum w* (training split)")
+                           label=OPTIMUM_LABEL)
             if metric == "test_log_loss":
-                ax.axhline(math.log(2.0), color="grey", ls=":", lw=1, label="trivial w=0 (ln 2)")
+                ax.axhline(math.log(2.0), color="grey", ls=":", lw=1, label=TRIVIAL_LOG_LOSS_LABEL)
                 ax.set_yscale("log")
             if d.empty:
                 _empty(ax)
@@ -297,84 +367,106 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths, styles: dic
             ax.set_title(f"{ds}{n_test}")
             ax.set_xlabel(r"privacy budget $\varepsilon$ ($\delta=n_{train}^{-2}$)")
             ax.set_ylabel(ylabel)
-    axes = list(grid.flat)
-    _legend(fig, axes)
-    fig.suptitle(f"Held-out test metrics ({NONPRIVATE} on the training excess loss; conversion {conversion})")
+    _finish(fig, list(grid.flat),
+            f"Held-out test metrics ({NONPRIVATE} on the training excess loss; conversion {conversion})", styles)
     save(fig, paths)
 
 
-def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str, paths,
+#: Figure 6's and 8's cost measures: column prefix of the frontier table -> x-axis label, title
+FRONTIER_MEASURES = {"passes": ("budget: gradient passes over Z (pass-equivalents)", "gradient passes"),
+                     "runtime_s": ("budget: lone-run runtime (s), timing stage", "lone-run runtime")}
+
+
+def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str, paths, measure: str = "passes",
                     floor: pd.DataFrame | None = None, styles: dict | None = None) -> None:
-    """Figure 6: the compute-budget frontier (:mod:`dpnewton.pipeline.frontier`), log-log: best mean
-    excess loss within a budget vs the budget, a step line (best so far) per method, one panel per
-    (dataset, epsilon) for each cost measure (rows: dataset x {gradient passes, lone-run runtime});
-    the trivial w = 0 and the Gaussian ridge floor F* as horizontal reference lines (the
-    non-private optimum, excess 0, is off the log scale). Methods with a non-private step are dashed."""
+    """Figure 6 (``measure`` "passes") or 8 ("runtime_s"): the compute-budget frontier
+    (:mod:`dpnewton.pipeline.frontier`) under one cost measure, log-log: best mean excess loss within a
+    budget vs the budget, a step line (best so far) per method; one row per dataset, one column per
+    epsilon; the trivial w = 0 and the Gaussian ridge floor F* as horizontal
+    reference lines (the non-private optimum, excess 0, is off the log scale)."""
     _style()
+    xlabel, what = FRONTIER_MEASURES[measure]
     long = to_long(table)
-    long = long[long["conversion"] == conversion]
+    long = long[(long["conversion"] == conversion) & (long["measure"] == measure)]
     datasets = sorted(long["dataset"].unique()) or ["(none)"]
     eps = sorted(long["epsilon"].unique()) or [float("nan")]
-    measures = [("passes", "budget: gradient passes over Z (pass-equivalents)"),
-                ("runtime_s", "budget: lone-run runtime (s), timing stage")]
-    nrows = len(datasets) * len(measures)
     styles = _styles_for(styles, sorted(long["method"].unique()))
-    fig, grid = plt.subplots(nrows, len(eps), figsize=(4.2 * len(eps), 3.3 * nrows), squeeze=False)
+    fig, grid = plt.subplots(len(datasets), len(eps), figsize=(4.2 * len(eps), 3.3 * len(datasets)),
+                             squeeze=False)
     for i, ds in enumerate(datasets):
         triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"] if "dataset" in baseline else []
-        for j_m, (measure, xlabel) in enumerate(measures):
-            for j, e in enumerate(eps):
-                ax = grid[i * len(measures) + j_m][j]
-                d = long[(long["dataset"] == ds) & np.isclose(long["epsilon"], e) & (long["measure"] == measure)]
-                drawn = False
-                for method, a in d.groupby("method", sort=True):
-                    a = a.sort_values("budget")
-                    y = _positive(a["best_excess_loss"])
-                    if not np.isfinite(y).any():
-                        continue
-                    nonprivate = a["role"].iloc[0] == "non-private step"
-                    style = {**styles[method], **({"ls": "--"} if nonprivate else {})}
-                    ax.step(a["budget"], y, where="post", lw=1.3, **style,
-                            label=label(method) + (" (non-private step)" if nonprivate else ""))
-                    drawn = True
-                if len(triv):
-                    ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label="trivial w=0 (ln 2 - loss*)")
-                if floor is not None and len(floor):
-                    f = floor[(floor["dataset"] == ds) & (floor["conversion"] == conversion)
-                              & np.isclose(floor["epsilon"], e)]
-                    if len(f) and float(f["ridge_floor"].iloc[0]) > 0:
-                        ax.axhline(float(f["ridge_floor"].iloc[0]), color="0.45", ls=":", lw=1.2, label=FLOOR_LABEL)
-                if not drawn:
-                    _empty(ax, "no method costed" if measure == "runtime_s" else "no data")
-                else:
-                    ax.set_xscale("log")
-                    ax.xaxis.set_minor_formatter(NullFormatter())
-                ax.set_yscale("log")
-                ax.set_title(f"{ds}, eps={e:g}")
-                ax.set_xlabel(xlabel, fontsize=8)
-                ax.set_ylabel("best excess loss within budget", fontsize=8)
-    _legend(fig, list(grid.flat))
-    fig.suptitle(f"Compute-budget frontier (best T and configuration chosen non-privately; conversion {conversion})")
+        for j, e in enumerate(eps):
+            ax = grid[i][j]
+            d = long[(long["dataset"] == ds) & np.isclose(long["epsilon"], e)]
+            drawn = False
+            for method in _in_style_order(d["method"].unique(), styles):
+                a = d[d["method"] == method].sort_values("budget")
+                y = _positive(a["best_excess_loss"])
+                if not np.isfinite(y).any():
+                    continue
+                ax.step(a["budget"], y, where="post", lw=1.3, **_curve(styles[method]))
+                drawn = True
+            if len(triv):
+                ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label=TRIVIAL_LABEL)
+            if floor is not None and len(floor):
+                f = floor[(floor["dataset"] == ds) & (floor["conversion"] == conversion)
+                          & np.isclose(floor["epsilon"], e)]
+                if len(f) and float(f["ridge_floor"].iloc[0]) > 0:
+                    ax.axhline(float(f["ridge_floor"].iloc[0]), color="0.45", ls=":", lw=1.4, label=FLOOR_LABEL)
+            if not drawn:
+                _empty(ax, "no method costed" if measure == "runtime_s" else "no data")
+            else:
+                ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_yscale("log")
+            ax.set_title(f"{ds}, eps={e:g}")
+            if i == len(datasets) - 1:
+                ax.set_xlabel(xlabel, fontsize=SMALL)
+            if j == 0:
+                ax.set_ylabel("best excess loss within budget", fontsize=SMALL)
+    _finish(fig, list(grid.flat), f"Compute-budget frontier by {what} (best T and configuration chosen "
+            f"non-privately; conversion {conversion})", styles)
     save(fig, paths)
 
 
-def _legend(fig, axes):
-    """One shared legend under the panels; room for it and for the suptitle."""
-    handles, labels_ = {}, []
+def _legend_columns(labels: list[str], width_in: float) -> int:
+    """The most legend columns (filled column by column) whose widths fit in ``width_in``."""
+    def col_in(col):
+        return (max(len(t) for t in col) * SMALL * 0.55 + 36) / 72
+    for ncol in range(min(len(labels), 6), 1, -1):
+        rows = math.ceil(len(labels) / ncol)
+        cols = [labels[k:k + rows] for k in range(0, len(labels), rows)]
+        if sum(col_in(c) for c in cols) <= 0.96 * width_in:
+            return ncol
+    return 1
+
+
+def _finish(fig, axes, title: str, styles: dict | None = None, notes=()) -> None:
+    """The figure's frame: the title above the panels; below them one shared legend (methods in
+    :func:`method_styles` order, then other series, then the reference lines, :data:`REFERENCES`) and under
+    it ``notes`` (lines of text, wrapped to the figure's width); the figure grows by the room they take."""
+    handles = {}
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in handles:
-                handles[lab] = h
-                labels_.append(lab)
-    rows = math.ceil(len(labels_) / 4) if handles else 0
-    legend_in, title_in = 0.22 * rows + 0.15, 0.45
-    height = fig.get_figheight() + legend_in + title_in
+            handles.setdefault(lab, h)
+    order = {s["label"]: k for k, s in enumerate((styles or {}).values())}
+    labels_ = sorted(handles, key=lambda lab: (lab in REFERENCES, order.get(lab, len(order))))
+    width = fig.get_figwidth()
+    ncol = _legend_columns(labels_, width) if labels_ else 1
+    lines = [w for note in notes for w in textwrap.wrap(note, int(width * 72 / (7 * 0.52)),
+                                                        subsequent_indent="    ")]
+    title_in = 0.45
+    legend_in = 0.19 * math.ceil(len(labels_) / ncol) + 0.25 if labels_ else 0.0
+    notes_in = 0.13 * len(lines) + 0.1 if lines else 0.0
+    height = fig.get_figheight() + title_in + legend_in + notes_in
     fig.set_figheight(height)
-    bottom, top = legend_in / height, 1 - title_in / height
-    if handles:
-        fig.legend([handles[k] for k in labels_], labels_, loc="lower center", ncol=min(4, len(labels_)),
-                   bbox_to_anchor=(0.5, 0.0), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, bottom, 1, top))
+    fig.tight_layout(rect=(0, (legend_in + notes_in) / height, 1, 1 - title_in / height))
+    fig.suptitle(title, y=1 - 0.08 / height, va="top")
+    if labels_:
+        fig.legend([handles[k] for k in labels_], labels_, loc="upper center", ncol=ncol, fontsize=SMALL,
+                   bbox_to_anchor=(0.5, (legend_in + notes_in) / height), frameon=False)
+    if lines:
+        fig.text(0.01, notes_in / height, "\n".join(lines), va="top", ha="left", fontsize=7, color="0.25")
 
 
 def publish(sources, targets) -> None:

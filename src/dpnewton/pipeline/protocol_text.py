@@ -48,6 +48,9 @@ def protocol_markdown(p: dict) -> str:
     if p.get("holdout"):
         L.append(f"* holdout: a fraction {p['holdout']['fraction']} of each dataset's rows, split "
                  f"{p['holdout']['split']};")
+    if p.get("precision"):
+        L.append(f"* precision: {p['precision']} products with the data matrix (losses, optimum, clipping, noise "
+                 "and ledgers in float64; benchmarks/float32.py measures the shift of mean excess losses);")
     L += [f"* seeds (repetitions): {p['n_seeds']};",
           f"* T grids (iterations): {'; '.join(grids)};"]
     if p.get("grid_extension"):
@@ -70,7 +73,8 @@ def protocol_markdown(p: dict) -> str:
     L += [f"* configurations per algorithm (tuning budget): "
           + "; ".join(f"{a} {c}" for a, c in p["configurations_per_algorithm"].items()) + ";",
           f"* selection rule: {p['selection']};",
-          "* error bars and bands: +-1 standard error over seeds (std with ddof=0 divided by sqrt(#seeds), as "
-          "the official code); runtimes count only the update steps (single-threaded BLAS), mean over seeds.",
+          "* error bars and bands: +-1 standard error over seeds (std with ddof=1, the sample standard deviation, "
+          "divided by sqrt(#seeds); the official code used ddof=0); runtimes count only the update steps "
+          "(single-threaded BLAS), mean over seeds.",
           "", f"{p['n_jobs']} jobs; config hash {p['config_hash']}.", ""]
     return "\n".join(L)

@@ -17,7 +17,7 @@ import math
 from ..data import DatasetError
 from ..data.registry import get_spec
 from .frontier import pass_equivalents
-from .plan import job_members
+from .plan import job_members, trajectories
 
 #: (n, d) of a dataset whose size neither its options nor the registry give (``custom``): the
 #: synthetic dataset's default size
@@ -57,19 +57,24 @@ def _capped_extension(ext: dict, first: float, per: float) -> int:
 
 
 def run_values(spec: dict) -> list[int]:
-    """The T values the cost counts: the union of the job's members' grids
-    (:func:`dpnewton.pipeline.plan.job_members`: one trajectory per T serves every member), plus, for
-    every member whose grid may be extended upwards, its cap (after its ``max_passes``) once, when it
-    is above the grid.
+    """The T values the cost counts, one per (trajectory, T) (:func:`dpnewton.pipeline.plan.trajectories`:
+    one trajectory per T serves every member of a trajectory; a lockstep job runs several), sorted:
+    :func:`trajectory_values` of each."""
+    return sorted(T for _, Ts in _trajectory_costs(spec) for T in Ts)
+
+
+def trajectory_values(members: list[dict], first: float, per: float) -> list[int]:
+    """The T values of one trajectory: the union of its members' grids, plus, for every member whose
+    grid may be extended upwards, its cap (after its ``max_passes``, with the trajectory's pass model
+    ``first``, ``per``) once, when it is above the grid.
 
     Counting the cap's run once stands for the extension's expected cost: an extension doubles (by
     the rule's ``factor``) the largest T while the best T is at the top, so the runs it adds sum to
     about the last T x factor / (factor - 1); a run that is extended at all tends to go far (DP-GD
     at epsilon 10), one that is not adds nothing. Downward extensions (T below the grid) are cheap
     and not counted."""
-    first, per = _passes(spec)
     Ts: set[int] = set()
-    for member in job_members(spec).values():
+    for member in members:
         grid = [int(t) for t in member["iterations"]]
         Ts |= set(grid)
         ext = member.get("extend")
@@ -80,10 +85,16 @@ def run_values(spec: dict) -> list[int]:
     return sorted(Ts)
 
 
-def _passes(spec: dict) -> tuple[float, float]:
+def _trajectory_costs(spec: dict) -> list[tuple[tuple[float, float], list[int]]]:
+    """((first, per) pass model, T values) of every trajectory of the job (its first member's hyper-parameters)."""
+    members = job_members(spec)
     n, d = dataset_shape(spec)
     base = spec.get("base_algorithm") or spec["algorithm"]
-    return pass_equivalents(base, n, d, spec.get("hyper"))
+    out = []
+    for keys in trajectories(spec).values():
+        first, per = pass_equivalents(base, n, d, members[keys[0]]["hyper"])
+        out.append(((first, per), trajectory_values([members[k] for k in keys], first, per)))
+    return out
 
 
 def run_passes(first: float, per: float, T: int) -> float:
@@ -97,13 +108,13 @@ def run_passes(first: float, per: float, T: int) -> float:
 
 
 def estimated_cost(spec: dict) -> float:
-    """The job's cost in pass-equivalents x n x d x seeds: the passes of every run (:func:`run_values`,
-    :func:`run_passes` with :func:`dpnewton.pipeline.frontier.pass_equivalents` of the base
-    algorithm), times n x d of the dataset (:func:`dataset_shape`), times the number of seeds. An
-    ordering heuristic, not a prediction (module docstring)."""
-    first, per = _passes(spec)
+    """The job's cost in pass-equivalents x n x d x seeds: the passes of every run of every trajectory
+    (:func:`run_values`, :func:`run_passes` with :func:`dpnewton.pipeline.frontier.pass_equivalents` of the
+    base algorithm and the trajectory's hyper-parameters), times n x d of the dataset (:func:`dataset_shape`),
+    times the number of seeds. An ordering heuristic, not a prediction (module docstring): a lockstep job's
+    wide batches cost less per run than this counts."""
     n, d = dataset_shape(spec)
-    passes = sum(run_passes(first, per, T) for T in run_values(spec))
+    passes = sum(run_passes(first, per, T) for (first, per), Ts in _trajectory_costs(spec) for T in Ts)
     return passes * n * d * max(1, len(spec.get("seeds") or []))
 
 

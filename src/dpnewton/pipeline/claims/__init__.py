@@ -32,11 +32,12 @@ Modules, in the order the data flows:
 
 from .cells import GROUP, SETTINGS, base_of, is_reset, setting_cells
 from .evaluation import evaluate, official_rho
-from .paper import (DAMPED_GOOD, FIG1_MARGIN, PAPER_CLAIMS, PAPER_FIG1, PAPER_TABLE1, QU_FACTOR, TABLE1_FACTOR,
-                    PaperClaim, paper_claim)
+from .paper import (DAMPED_GOOD, FIG1_MARGIN, PAPER_CLAIMS, PAPER_FIG1, PAPER_TABLE1, QU_FACTOR, QU_ITERATIONS_FACTOR,
+                    TABLE1_FACTOR, PaperClaim, paper_claim)
 from .report import markdown, shown_verdict, summary_table, write_claims
-from .rules import (loss_at_time, verdict_best_loss, verdict_damped, verdict_fig1, verdict_oracle, verdict_qu,
-                    verdict_speedup, verdict_table1_cell)
+from .rules import (DEGENERATE, degenerate_cell, loss_at_time, verdict_best_loss, verdict_damped, verdict_fig1,
+                    verdict_oracle, verdict_oracle_gap, verdict_qu, verdict_qu_speed, verdict_speedup,
+                    verdict_table1_cell)
 from .sensitivity import (UNBOUNDED_RUNTIME, continued_past_cap, scaled_costs,
                           table1_cell_within_timing, with_cap_check, with_timing_check)
 from .tables import (CODE_COLUMNS, accounting_share, code_versions, configurations, divergence_table, heldout_cells,
@@ -44,11 +45,12 @@ from .tables import (CODE_COLUMNS, accounting_share, code_versions, configuratio
 from .verdict import NA, NOT, PARTLY, REPRODUCED, Verdict
 
 __all__ = [
-    "CODE_COLUMNS", "DAMPED_GOOD", "FIG1_MARGIN", "GROUP", "NA", "NOT", "PAPER_CLAIMS", "PAPER_FIG1", "PAPER_TABLE1",
-    "PARTLY", "QU_FACTOR", "REPRODUCED", "SETTINGS", "TABLE1_FACTOR", "UNBOUNDED_RUNTIME",
-    "PaperClaim", "Verdict", "accounting_share", "base_of", "code_versions", "configurations", "continued_past_cap",
-    "divergence_table", "evaluate", "heldout_cells", "is_reset", "loss_at_time", "markdown", "official_rho",
-    "paper_claim", "scaled_costs", "setting_cells", "shown_verdict", "split_seed_selection", "summary_table",
-    "table1_cell_within_timing", "verdict_best_loss", "verdict_damped", "verdict_fig1", "verdict_oracle",
-    "verdict_qu", "verdict_speedup", "verdict_table1_cell", "with_cap_check", "with_timing_check", "write_claims",
+    "CODE_COLUMNS", "DAMPED_GOOD", "DEGENERATE", "FIG1_MARGIN", "GROUP", "NA", "NOT", "PAPER_CLAIMS", "PAPER_FIG1",
+    "PAPER_TABLE1", "PARTLY", "QU_FACTOR", "QU_ITERATIONS_FACTOR", "REPRODUCED", "SETTINGS", "TABLE1_FACTOR",
+    "UNBOUNDED_RUNTIME", "PaperClaim", "Verdict", "accounting_share", "base_of", "code_versions", "configurations",
+    "continued_past_cap", "degenerate_cell", "divergence_table", "evaluate", "heldout_cells", "is_reset",
+    "loss_at_time", "markdown", "official_rho", "paper_claim", "scaled_costs", "setting_cells", "shown_verdict",
+    "split_seed_selection", "summary_table", "table1_cell_within_timing", "verdict_best_loss", "verdict_damped",
+    "verdict_fig1", "verdict_oracle", "verdict_oracle_gap", "verdict_qu", "verdict_qu_speed", "verdict_speedup",
+    "verdict_table1_cell", "with_cap_check", "with_timing_check", "write_claims",
 ]

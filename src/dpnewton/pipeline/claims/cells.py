@@ -43,6 +43,21 @@ def is_paper_configuration(frame: pd.DataFrame) -> pd.Series:
     return base_of(frame).isin(paper) & ~is_averaged(frame)
 
 
+def is_paper_method(name: str) -> bool:
+    """Whether the base algorithm ``name`` is one of the paper's methods (its card's ``paper``; False for an
+    unregistered name)."""
+    spec = ALGORITHMS.get(name)
+    return bool(spec is not None and spec.paper)
+
+
+def by_whose(names) -> dict[str, tuple[str, ...]]:
+    """``names`` (base algorithms) split by whose they are: ``{"paper": the paper's methods, "project": this
+    project's}`` (the cards' ``paper``), order kept. Every count over a role is given per side."""
+    names = tuple(names)
+    return {"paper": tuple(n for n in names if is_paper_method(n)),
+            "project": tuple(n for n in names if not is_paper_method(n))}
+
+
 def is_averaged(frame: pd.DataFrame) -> pd.Series:
     """Rows of configurations that release an average of iterates (``average`` != none)."""
     if "hyper" not in frame:

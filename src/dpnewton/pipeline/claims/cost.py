@@ -5,9 +5,11 @@ data and optimum): jobs, and wall and CPU time summed over them (the files' ``s`
 :func:`dpnewton.pipeline.resources.read_benchmark`). Summed job wall time over the machine's cores is
 the run's length when the scheduler keeps every core busy. A job resumed from checkpoints counts its
 last attempt only: the units it reused were computed by attempts that were cut off, which write no
-benchmark file (``benchmarks/pipeline.py --analyze`` adds them from the job logs). A job that releases
-several configurations' models from one trajectory (:func:`dpnewton.pipeline.plan.job_members`) is
-counted under its first configuration, the one its files are named after.
+benchmark file (``benchmarks/pipeline.py --analyze`` adds them from the job logs). A job of several
+members (:func:`dpnewton.pipeline.plan.job_members`: configurations that release their models from one
+trajectory, or a lockstep job running every configuration, conversion and epsilon of its algorithm on a
+dataset, :func:`dpnewton.pipeline.plan.lockstep_jobs`) is counted under its first configuration, the one
+its files are named after, by :func:`_run_job_part`.
 
 The run's length and core utilisation (:func:`run_length`) come from the files' modification times:
 a benchmark file is written when its job ends, so its mtime is the job's end and mtime - ``s`` its
@@ -45,7 +47,8 @@ def _configuration_part(algorithm: str, base: str, hyper_json: str) -> str:
 
 
 def _run_job_part(path: str, variants: dict) -> str:
-    """results/benchmarks/run_job/{dataset}/{algorithm}/... -> the part of its configuration."""
+    """results/benchmarks/run_job/{dataset}/{algorithm}/... -> the part of its configuration: the job's first
+    member's, for a job of several (a lockstep job's whole time goes to the part of its first configuration)."""
     algorithm = Path(path).parts[-4]
     v = variants.get(algorithm, {"algorithm": algorithm, "hyper": {}})
     return _configuration_part(algorithm, v["algorithm"], json.dumps(v["hyper"], sort_keys=True))
@@ -163,8 +166,10 @@ def cost_section(table: pd.DataFrame | None, run: RunLength | None = None) -> li
          f"{REFERENCE_CORES} cores = summed job wall / {REFERENCE_CORES}, the run's length when both cores are "
          "busy. A job "
          "resumed from checkpoints counts its last attempt only; `benchmarks/pipeline.py --analyze` adds the "
-         "cut-off attempts from the job logs. A job that releases several configurations' models from one "
-         "trajectory is counted under its first configuration, the one its files are named after.", ""]
+         "cut-off attempts from the job logs. A job of several configurations (several models released from one "
+         "trajectory, or a lockstep job: every configuration, conversion and epsilon of one algorithm on a "
+         "dataset, run in one batch) is counted under its first configuration, the one its files are named "
+         "after.", ""]
     if run is not None:
         L += [run.line(), ""]
     L += [f"| part | jobs | summed job wall (h) | CPU (h) | hours on {REFERENCE_CORES} cores | share |",

@@ -20,8 +20,8 @@ from .beyond import beyond_table
 from .cells import (SETTING_CONVERSION, SETTINGS, base_of, cell_row, is_paper_configuration, is_reset,
                     setting_cells)
 from .paper import PAPER_TABLE1, PaperClaim, paper_claim
-from .rules import (Evidence, check_best_loss, check_damped, check_fig1, check_oracle, check_qu, check_speedup,
-                    verdict_table1_cell, winner_by_budget)
+from .rules import (Evidence, check_best_loss, check_damped, check_fig1, check_oracle, check_oracle_gap, check_qu,
+                    check_qu_speed, check_speedup, degenerate_cell, verdict_table1_cell, winner_by_budget)
 from .sensitivity import (continued_past_cap, scaled_costs, table1_cell_within_timing, with_cap_check,
                           with_timing_check)
 from .tables import code_versions, configurations, divergence_table, heldout_cells, split_seed_selection
@@ -53,8 +53,10 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(paper_claim("C2"), check_speedup),
     Claim(paper_claim("C3"), check_fig1),
     Claim(paper_claim("C4"), check_oracle),
+    Claim(paper_claim("C4-gap"), check_oracle_gap),
     Claim(paper_claim("C5"), check_damped),
-    Claim(paper_claim("C6"), check_qu),
+    Claim(paper_claim("C6"), check_qu_speed),
+    Claim(paper_claim("C6-loss"), check_qu),
     Claim(paper_claim("C1-robustness"), check_best_loss, ("a", "a-tuned"), held_out=True),
 )
 
@@ -112,17 +114,20 @@ def tuning_budget(best: pd.DataFrame, conversion: str) -> dict[str, int]:
     return {str(k): int(v) for k, v in b.groupby("base")["algorithm"].nunique().sort_index().items()}
 
 
-def _table1_row(setting: str, ds: str, e: float, g, o, tol: float) -> dict:
-    """One Table 1 cell: DP-GD's best-T cell ``g`` against ours' ``o``, with its verdict."""
+def _table1_row(setting: str, ds: str, e: float, g, o, tol: float, trivial: float | None) -> dict:
+    """One Table 1 cell: DP-GD's best-T cell ``g`` against ours' ``o``, with its verdict; ``degenerate``
+    (:func:`~.rules.degenerate_cell`, against w = 0's excess loss ``trivial``) marks a cell that is not
+    graded, here and in C2's reading."""
     ratio = float(g["runtime_s"]) / float(o["runtime_s"]) if float(o["runtime_s"]) > 0 else float("nan")
     paper = PAPER_TABLE1.get(ds, {}).get(float(e))
-    res = verdict_table1_cell(ratio, paper, float(o["excess_loss_mean"]), float(g["excess_loss_mean"]))
+    degenerate = degenerate_cell(float(g["excess_loss_mean"]), float(o["excess_loss_mean"]), trivial)
+    res = verdict_table1_cell(ratio, paper, float(o["excess_loss_mean"]), float(g["excess_loss_mean"]), degenerate)
     return {"setting": setting, "dataset": ds, "epsilon": float(e), "ratio": ratio, "paper": paper,
             "dp_gd_config": g["algorithm"], "dp_gd_T": g["best_T"], "dp_gd_runtime_s": float(g["runtime_s"]),
             "dp_gd_excess": float(g["excess_loss_mean"]), "ours_config": o["algorithm"],
             "ours_T": o["best_T"], "ours_runtime_s": float(o["runtime_s"]),
-            "ours_excess": float(o["excess_loss_mean"]), "verdict": res.verdict,
-            "verdict_timing": table1_cell_within_timing(ratio, paper, tol),
+            "ours_excess": float(o["excess_loss_mean"]), "degenerate": degenerate, "verdict": res.verdict,
+            "verdict_timing": "" if degenerate else table1_cell_within_timing(ratio, paper, tol),
             "dp_gd_edge": g.get("edge", ""), "ours_edge": o.get("edge", "")}
 
 
@@ -133,7 +138,7 @@ def _verdicts(summary, best, held, baseline, curves, claims: dict, official) -> 
     tol = float(claims["timing_tolerance"])
     triv = dict(zip(baseline["dataset"], baseline["trivial_excess_loss"]))
     cells_by = {s: setting_cells(best, s, conv, official) for s in SETTINGS}
-    table1 = {s: _table1(s, cells_by[s], claims["baseline"], claims["table1_ours"], tol) for s in SETTINGS}
+    table1 = {s: _table1(s, cells_by[s], claims["baseline"], claims["table1_ours"], tol, triv) for s in SETTINGS}
 
     def evidence(setting: str, cells: pd.DataFrame) -> Evidence:
         return Evidence(setting, conv[SETTING_CONVERSION[setting]], cells, best, summary, curves,
@@ -155,22 +160,33 @@ def _verdicts(summary, best, held, baseline, curves, claims: dict, official) -> 
                                 "cells": cells_by, "conv": conv}
 
 
-def _table1(setting: str, cells: pd.DataFrame, base_alg: str, ours: str, tol: float) -> list[dict]:
-    """The setting's Table 1 cells: each (dataset, epsilon) where DP-GD and ``ours`` both have a cell."""
+def _table1(setting: str, cells: pd.DataFrame, base_alg: str, ours: str, tol: float, trivial: dict) -> list[dict]:
+    """The setting's Table 1 cells: each (dataset, epsilon) where DP-GD and ``ours`` both have a cell
+    (``trivial``: dataset -> excess loss of w = 0)."""
     rows = []
     for ds in sorted(cells["dataset"].unique()):
         for e in sorted(cells[cells["dataset"] == ds]["epsilon"].unique()):
             g, o = cell_row(cells, ds, base_alg, e), cell_row(cells, ds, ours, e)
             if g is not None and o is not None:
-                rows.append(_table1_row(setting, ds, e, g, o, tol))
+                rows.append(_table1_row(setting, ds, e, g, o, tol, trivial.get(ds)))
     return rows
 
 
 def budget_winner(frontier: pd.DataFrame, conversion: str) -> pd.DataFrame:
     """The "winner by compute budget" rows (not a claim of the paper): the crossover table
     (:func:`dpnewton.pipeline.frontier.crossover`) of the frontier table's ``conversion`` cells, with
-    the text of :func:`~.rules.winner_by_budget`. Reads only the frontier table: no verdict uses it."""
+    ``second_order_winners`` (every second-order method that is best at some budget, in budget order:
+    each budget's winner is that of the crossover of the budget alone, so the winner rule is
+    :func:`~dpnewton.pipeline.frontier.crossover`'s) and the text of :func:`~.rules.winner_by_budget`.
+    Reads only the frontier table: no verdict uses it."""
     long = to_long(frontier)
-    x = crossover(long[long["conversion"] == conversion])
+    long = long[long["conversion"] == conversion]
+    x = crossover(long)
+    key = ["dataset", "conversion", "epsilon", "measure"]
+    per_budget = [crossover(g) for _, g in long.groupby("budget_index", sort=True)]
+    won = pd.concat(per_budget, ignore_index=True) if per_budget else x.iloc[:0]
+    won = won[won["second_order_winner"].astype(str) != ""]
+    winners = {k: tuple(dict.fromkeys(g["second_order_winner"])) for k, g in won.groupby(key, sort=False)}
+    x = x.assign(second_order_winners=[winners.get(tuple(k), ()) for k in x[key].itertuples(index=False)])
     return x.assign(reading=[winner_by_budget(r) for _, r in x.iterrows()])
 

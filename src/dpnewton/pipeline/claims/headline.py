@@ -16,8 +16,8 @@ import pandas as pd
 
 from ...io import atomic_write_text
 from ..frontier import MEASURE_LABELS, members
-from .beyond import TARGETS, target_counts
-from .cells import SETTINGS
+from .beyond import TARGETS, WHOSE, target_counts
+from .cells import SETTINGS, by_whose, is_paper_method
 from .cost import REFERENCE_CORES
 from .tuning_tracks import TRACK_COLUMNS, cell_winners, not_better_than_trivial
 from .verdict import NA, NOT, PARTLY, REPRODUCED
@@ -54,48 +54,94 @@ def verdict_line(verdicts: pd.DataFrame) -> str:
             + "; ".join(parts) + ".")
 
 
+def _spread(x: pd.Series) -> str:
+    """'median M (range a-b)' of the finite values of ``x``."""
+    return f"median {_fmt(float(x.median()))} (range {_fmt(float(x.min()))}-{_fmt(float(x.max()))})"
+
+
+def _finite_values(frame: pd.DataFrame, column: str) -> pd.Series:
+    x = frame[column].astype(float) if column in frame else pd.Series(dtype=float)
+    return x[np.isfinite(x)]
+
+
+def floor_line(beyond: pd.DataFrame) -> list[str]:
+    """The Gaussian ridge floor F*, as an illustration (not a target, not a lower bound): best / F*, and
+    F*'s own mechanism on the true logistic loss / F* when the table has it."""
+    ratio, mechanism = _finite_values(beyond, "best_over_floor"), _finite_values(beyond, "mechanism_over_floor")
+    if not len(ratio):
+        return []
+    text = (f"* **Gaussian ridge floor F\\*** (an illustration of a local quadratic model at w\\*: neither a target "
+            f"nor a lower bound): the best method / F\\* has {_spread(ratio)} over {len(ratio)} cells")
+    if len(mechanism):
+        text += (f"; F\\*'s own mechanism (one Gaussian release of the whole budget, then ridge), evaluated on the "
+                 f"true logistic loss, has {_spread(mechanism)} x F\\*")
+    return [text + "."]
+
+
+def second_order_line(beyond: pd.DataFrame, methods) -> list[str]:
+    """The second-order methods against the best of all methods, the paper's and this project's apart
+    (:data:`~.beyond.WHOSE`)."""
+    counts = target_counts(beyond)
+    sides = by_whose(members("second-order", methods))
+    parts = []
+    for side in WHOSE:
+        if not sides[side]:
+            continue
+        k = counts[side]
+        who = "the paper's" if side == "paper" else "this project's"
+        parts.append(f"{who} ({', '.join(sides[side])}) within one standard error of the best in {k['within_se']}, "
+                     f"also with >= {TARGETS['iterations_ratio']:g}x fewer iterations and >= "
+                     f"{TARGETS['runtime_ratio']:g}x less runtime than averaged DP-GD in {k['speed_met']}")
+    if not parts:
+        return []
+    return [f"* **Second order** ({counts['cells']} cells; target for each side: {counts['speed_needed']}): "
+            + "; ".join(parts) + "."]
+
+
 def best_lines(beyond: pd.DataFrame, conversion: str, methods) -> list[str]:
     n = len(beyond)
-    counts = target_counts(beyond)
-    ratio = beyond["best_over_floor"].astype(float)
-    ratio = ratio[np.isfinite(ratio)]
-    gd = beyond["dp_gd_over_best"].astype(float)
-    gd = gd[np.isfinite(gd)]
+    gd = _finite_values(beyond, "dp_gd_over_best")
     L = [f"* **Best private method at its best T** ({n} (dataset, epsilon) cells, `{conversion}`; T and the "
          "configuration chosen on the true loss, which is **not private**: an upper bound on what tuning gives): "
          f"{_counts(beyond['best'])}."]
     if len(gd):
         L.append(f"  Last-iterate DP-GD's loss is {_fmt(float(gd.median()))}x the best (median; range "
                  f"{_fmt(float(gd.min()))}-{_fmt(float(gd.max()))}x).")
-    if len(ratio):
-        L.append(f"* **Gaussian ridge floor F\\*** (local quadratic model, not a lower bound): the best method is "
-                 f"within {TARGETS['floor_ratio']:g}x of F\\* in {counts['floor_met']} of {counts['floor_cells']} "
-                 f"cells with epsilon >= {TARGETS['floor_min_epsilon']:g} (target: all); best / F\\* has median "
-                 f"{_fmt(float(ratio.median()))} (range {_fmt(float(ratio.min()))}-{_fmt(float(ratio.max()))}).")
-    second = ", ".join(members("second-order", methods))
-    L.append(f"* **Second order** ({second}): within one standard error of the best in "
-             f"{counts['within_se']} of {counts['cells']} cells; also with >= {TARGETS['iterations_ratio']:g}x fewer "
-             f"iterations and >= {TARGETS['runtime_ratio']:g}x less runtime than averaged DP-GD in "
-             f"{counts['speed_met']} (target: {counts['speed_needed']}).")
-    return L
+    return L + floor_line(beyond) + second_order_line(beyond, methods)
+
+
+def _winners(row) -> tuple[str, ...]:
+    """The second-order methods best at some budget in one crossover row, in budget order."""
+    won = getattr(row, "second_order_winners", None)
+    if isinstance(won, (tuple, list)):
+        return tuple(won)
+    return (row.second_order_winner,) if row.second_order_budgets else ()
 
 
 def budget_lines(winners: pd.DataFrame, methods) -> list[str]:
+    """Per cost measure: in how many cells one of the paper's second-order methods is best at some budget,
+    and in how many each of this project's is (a cell where both are counts for both), with the cells."""
     L = []
-    second = ", ".join(members("second-order", methods))
+    sides = by_whose(members("second-order", methods))
     for measure, g in winners.groupby("measure", sort=True):
-        so = g[g["second_order_budgets"] > 0]
         unit = "passes" if measure == "passes" else "s"
+        won = [(r, _winners(r)) for r in g.itertuples()]
+        counts = [(f"a paper second-order method ({', '.join(sides['paper'])})",
+                   sum(any(is_paper_method(m) for m in w) for _, w in won))] if sides["paper"] else []
+        counts += [(f"{m} (this project's)", sum(m in w for _, w in won)) for m in sides["project"]]
+        counts = [f"{who} is best at some budget in {k} of {len(g)} cells" if i == 0 else f"{who} in {k}"
+                  for i, (who, k) in enumerate(counts)]
         where = []
-        for r in so.itertuples():
-            text = f"{_cell(r.dataset, r.epsilon)} from {_fmt(r.second_order_from)} {unit}"
+        for r, w in won:
+            if not w:
+                continue
+            text = f"{_cell(r.dataset, r.epsilon)}: {', '.join(w)} from {_fmt(r.second_order_from)} {unit}"
             if _finite(r.crossover_budget):
                 text += f" until {r.first_order_winner} overtakes at {_fmt(r.crossover_budget)}"
             else:
                 text += " to the largest budget"
             where.append(text)
-        L.append(f"* **Winner by compute budget** ({MEASURE_LABELS[measure]}): a second-order method ({second}) "
-                 f"is best at some budget in {len(so)} of {len(g)} cells"
+        L.append(f"* **Winner by compute budget** ({MEASURE_LABELS[measure]}): " + ", ".join(counts)
                  + (f" ({'; '.join(where)})." if where else "."))
     return L
 

@@ -63,23 +63,36 @@ PAPER_CLAIMS: tuple[PaperClaim, ...] = (
     PaperClaim(
         "C3", "{id} Figure 1 analogue (eps={epsilon:g}): ours lower than DP-GD at ours' runtime",
         "{dataset}: {ours} vs {dp_gd} at {time_s} s; best {best}", "Figure 1",
-        # DP-GD's loss at ours' runtime must exceed ours' final loss by ``margin``
+        # DP-GD's loss at ours' runtime must exceed ours' final loss by ``margin``; the paper's numbers are
+        # for ``dataset``, which is not run here: the rows compare with them as an analogue
         {"dataset": "covertype", "epsilon": 1.0, "ours": 0.014, "dp_gd": 0.041, "best": 0.0119, "time_s": 3.4,
          "margin": 1.5}),
     PaperClaim(
         "C4", "{id} converges faster than DP-GD-Oracle (eps={eps:g})", "ours faster, gap grows with eps",
         "Section 5, Figure 3"),
     PaperClaim(
+        # the second half of C4: the Oracle's iterations to the common loss level / ours, at the largest
+        # epsilon the Oracle ran at against the smallest
+        "C4-gap", "C4 (gap) Oracle / ours iterations to a common loss grows with eps ({low:g} -> {high:g})",
+        "ours faster, gap grows with eps", "Section 5, Figure 3"),
+    PaperClaim(
         "C5", "{id} damped Newton [Medina21] good only for large eps", "low loss only for large eps",
         "Section 5, Figure 2",
-        # "good" = best mean excess loss within ``factor`` of the best method's (the wording is
-        # qualitative: the verdict within ``alternative_factor`` is shown beside it)
-        {"factor": 2.0, "alternative_factor": 3.0}),
+        # "good" = best mean excess loss within ``factor`` of the best method's: the paper's wording is
+        # qualitative, and 3x is the reading it supports
+        {"factor": 3.0}),
     PaperClaim(
-        "C6", "{id} QU variants almost as good as Hessian ones", "almost as fast", "Section 4.2; Section 5",
-        # "almost as good" = best mean excess loss within ``factor`` of the Hessian variant's; the paper's
-        # (QU, Hessian) pairs of its double-noise variants
-        {"factor": 1.5, "pairs": (("qu-clip", "hess-clip"), ("qu-add", "hess-add"))}),
+        "C6", "{id} QU variants converge almost as fast as Hessian ones (iterations to a common loss)",
+        "almost as fast", "Section 4.2; Section 5",
+        # "almost as fast" = QU reaches the higher of the two best losses within ``iterations_factor`` x the
+        # Hessian variant's iterations (one step of the doubling T grid); the paper's (QU, Hessian) pairs of
+        # its double-noise variants
+        {"iterations_factor": 2.0, "pairs": (("qu-clip", "hess-clip"), ("qu-add", "hess-add"))}),
+    PaperClaim(
+        # C6 read on the final losses instead of the speed: best mean excess loss within ``factor`` of the
+        # Hessian variant's, over C6's pairs
+        "C6-loss", "C6 (best loss) QU variants' best loss within {factor:g}x of the Hessian ones'",
+        "almost as fast (here: as low a best loss)", "Section 4.2; Section 5", {"factor": 1.5}),
 )
 
 _BY_ID = {c.id: c for c in PAPER_CLAIMS}
@@ -97,6 +110,8 @@ PAPER_FIG1 = {k: paper_claim("C3").values[k] for k in ("ours", "dp_gd", "best", 
 TABLE1_FACTOR = paper_claim("T1").values["factor"]
 FIG1_MARGIN = paper_claim("C3").values["margin"]
 DAMPED_GOOD = paper_claim("C5").values["factor"]
-DAMPED_GOOD_ALT = paper_claim("C5").values["alternative_factor"]
-QU_FACTOR = paper_claim("C6").values["factor"]
+QU_FACTOR = paper_claim("C6-loss").values["factor"]
+QU_ITERATIONS_FACTOR = paper_claim("C6").values["iterations_factor"]
+#: the paper's (QU, Hessian) pairs of its double-noise variants (C6 and its best-loss reading)
+QU_PAIRS = paper_claim("C6").values["pairs"]
 

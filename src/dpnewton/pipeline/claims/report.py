@@ -18,12 +18,14 @@ from ...io import atomic_path, atomic_write_text, read_parquet
 from ..tables import read_table
 from ...privacy.neighbouring import BENCHMARK_RELATION
 from ..frontier import MEASURE_LABELS, members
-from .beyond import TARGETS, speed_misses, target_counts
-from .cells import SETTINGS
+from ...floor import MECHANISM_DRAWS
+from .beyond import TARGETS, WHOSE, speed_misses, target_counts, with_floor_mechanism
+from .cells import SETTINGS, by_whose
 from .cost import cost_section, run_cost
 from .evaluation import budget_winner, evaluate
 from .headline import headline
 from .paper import PAPER_TABLE1, paper_claim
+from .rules import DEGENERATE, FIG1_DATASET
 from .tables import CODE_COLUMNS, accounting_share, privacy_plans
 from .tuning_tracks import tracks_comparison, tracks_section
 from .verdict import format_number as _fmt
@@ -31,7 +33,7 @@ from .verdict import format_number as _fmt
 log = logging.getLogger("dpnewton.pipeline")
 
 #: the dataset of the paper's Figure 1 and last Table 1 row, not available offline
-OFFLINE_DATASET = paper_claim("C3").values["dataset"]
+OFFLINE_DATASET = FIG1_DATASET
 
 
 def _table1_verdict(row) -> str:
@@ -67,6 +69,32 @@ def summary_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     return piv[cols].reset_index()
 
 
+def budget_text(budget: dict) -> str:
+    """Setting a-tuned's tuning budget (base algorithm -> declared configurations of the paper's methods,
+    :func:`~.evaluation.tuning_budget`) in words: the methods with more than one configuration and their
+    counts, then the ones with one. The Settings line and the Tuning section both state it through this."""
+    many = sorted(((k, v) for k, v in budget.items() if v > 1), key=lambda kv: (-kv[1], kv[0]))
+    one = sorted(k for k, v in budget.items() if v <= 1)
+    parts = [", ".join(f"{k} {v}" for k, v in many)] if many else []
+    if one:
+        parts.append(f"one each: {', '.join(one)}" if many else f"one configuration each: {', '.join(one)}")
+    return "; ".join(parts)
+
+
+def _a_tuned_line(budget: dict | None) -> str:
+    """Setting a-tuned in the Settings list, with its tuning budget (the counts of the Tuning section)."""
+    line = "* **a-tuned** - as a, each of the paper's methods represented by its best declared configuration"
+    if not budget:
+        return line + " (see *Tuning* below);"
+    counts = set(budget.values())
+    if len(counts) == 1:
+        k = counts.pop()
+        return line + (f" ({k} configuration{'s' if k > 1 else ''} per method, the same for every method; see "
+                       "*Tuning* below);")
+    return line + (f" (configurations per method: {budget_text(budget)}; not the same for every method: see "
+                   "*Tuning* below);")
+
+
 def _introduction(extra: dict, p: dict, baseline: pd.DataFrame) -> list[str]:
     conv, paper = extra["conv"], paper_claim("paper")
     facts = paper.values
@@ -80,16 +108,15 @@ def _introduction(extra: dict, p: dict, baseline: pd.DataFrame) -> list[str]:
             "## Settings", "",
             f"* **a** - the paper's protocol with a correct conversion: `{conv['a']}` (exact root), released "
             f"default hyper-parameters ({facts['released_defaults']});",
-            "* **a-tuned** - as a, each algorithm represented by its best declared configuration (see "
-            "*Tuning* below; the same number of configurations for double noise and DP-GD);",
+            _a_tuned_line(extra.get("tuning_budget")),
             f"* **b** - the official code's `{conv['b']}` rho: at epsilon <= {facts['fsolve_fails_below']} fsolve "
             f"fails and returns its starting point rho = {facts['fsolve_fallback_rho']}, i.e. about epsilon "
             f"{facts['fsolve_fallback_epsilon']} at these n; at larger epsilon its rho equals a's and a's runs are "
-            "reused. That the published small-epsilon numbers used rho = "
-            f"{facts['fsolve_fallback_rho']} is our **inference**, not a statement of the paper: the released "
-            "drivers call this conversion for every run (docs/algorithms.md §6.3, §11.1); the measured evidence is "
-            "the *accounting share* column of the Table 1 section: how much of the gap between the paper's ratios "
-            "and setting a's the official rho closes at epsilon 0.01 and 0.1.",
+            "reused. We **infer**, and the paper does not state, that its published small-epsilon numbers were "
+            f"computed at rho = {facts['fsolve_fallback_rho']}: the released drivers call this conversion for every "
+            "run (docs/algorithms.md §6.3, §11.1). The only measured evidence is the *accounting share* column of "
+            "the Table 1 section: how much of the gap between the paper's ratios and setting a's the official rho "
+            "closes at epsilon 0.01 and 0.1.",
             f"* **c** - tight accounting, `{conv['c']}` (exact Gaussian-DP curve).", "",
             "AOP is calibrated to (epsilon, delta) directly (docs/algorithms.md §4.2), not through rho: its rows are "
             "the same under a and c. Under b it runs at zcdp_to_eps(rho, delta) of the official rho, the epsilon "
@@ -113,8 +140,8 @@ def _verdict_sections(verdicts: pd.DataFrame, extra: dict) -> list[str]:
          "below), and if every such cell kept improving with more iterations (loss towards 0, runtime without "
          "bound), the verdict would become W. A verdict without the mark does not change under that "
          "continuation (exact when the capped cells it uses are all on one side of its comparison; C3 is "
-         "not affected; C4 compares the iterations to a loss both reach, which moves only while the Oracle's "
-         "capped loss is above ours).", "",
+         "not affected; C4 and C6 compare the iterations to a loss both methods reach, which moves only while "
+         "a capped loss is above the other method's).", "",
          f"*[timing: W]*: the verdict would become W if DP-GD's per-update cost were "
          f"{extra['timing_tolerance']:.0%} higher or lower than measured, the run-to-run "
          "spread of the timing stage (only C2 and C3 use runtimes). Such a verdict rests on timing noise.", "",
@@ -146,7 +173,9 @@ def _table1_section(t1: pd.DataFrame) -> list[str]:
          "Edge flags: `high` = best T at the top of the grid after every extension (i.e. at the cap), `low` = "
          "at its bottom while above T=1. *accounting share* = fraction of the log gap between the paper and "
          "setting a that setting b (the official rho) closes (1 = all of it; > 1 overshoots the paper; <= 0 = "
-         "none: at epsilon >= 1 the official rho equals bs16's).", "",
+         f"none: at epsilon >= 1 the official rho equals bs16's). *{DEGENERATE}*: DP-GD's or Hess-clip's best "
+         "loss is no better than w = 0 (the rule C2 reads its cells with), so its best T, and the ratio, says "
+         "nothing about speed.", "",
          "| dataset | eps | paper | a | a-tuned | b | c | accounting share | a: DP-GD T / loss "
          "| a: Hess-clip T / loss | verdict (a) |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -172,9 +201,9 @@ def _tuning_budget(budget: dict) -> list[str]:
     """How many configurations each side gets, per setting."""
     if not budget:
         return []
-    shown = ", ".join(f"{k} {v}" for k, v in budget.items())
     return ["**Tuning budget** (declared configurations per method, reset variants excluded): settings a, b and "
-            f"c use one configuration per method (the released defaults); setting a-tuned picks the best of {shown}. "
+            "c use one configuration per method (the released defaults); setting a-tuned picks the best of "
+            f"{budget_text(budget)}. "
             "A method with more configurations gets more non-private tuning; the package's own configurations "
             "(averaging, precond-dp-gd, objpert) are counted in the table below and enter only *Beyond the "
             "paper*.", ""]
@@ -295,60 +324,67 @@ def _budget_section(bw, methods) -> list[str]:
 
 
 def _beyond_section(table: pd.DataFrame | None, methods) -> list[str]:
-    """Beyond the paper (:mod:`.beyond`): the best private method per cell against the ridge floor, and
-    the best second-order method against it and against averaged DP-GD (``methods``: the run's base
-    algorithms)."""
+    """Beyond the paper (:mod:`.beyond`): the best private method per cell beside the ridge floor F* and
+    F*'s own mechanism on the true loss, then per cell and side (the paper's second-order methods and this
+    project's) the best second-order configuration against the best and against averaged DP-GD
+    (``methods``: the run's base algorithms)."""
     if table is None or not len(table):
         return []
     t = TARGETS
     k = target_counts(table)
+    sides = by_whose(members("second-order", methods))
+    whose = {"paper": "the paper's", "project": "this project's"}
     L = ["", "## Beyond the paper (not a claim of the paper)", "",
          "Every declared configuration of every method at its best T (**non-private** selection, as above), "
          "the package's own methods and options included (iterate averaging, "
          f"{_names([m for m in methods if m in ALGORITHMS and not ALGORITHMS[m].paper])}); configurations with a "
          f"non-private step ({_names(members('non-private step', methods))}, the explosion reset) are left "
          "out. F* is the **Gaussian ridge floor (local quadratic model)**: the expected excess loss of ridge-"
-         "regularised, Gaussian-perturbed ERM on the quadratic model at w* (results/tables/floor.csv); it is not "
-         "a lower bound, and the trivial loss of w = 0 is listed under *Divergence*. *second order* = "
-         f"{', '.join(members('second-order', methods))}, with or without averaging. Ratios against "
-         "*averaged DP-GD* are at both methods' best T: iterations, lone-run runtime (timing stage; n/a when a "
-         "configuration was not timed) and pass-equivalents (benchmarks/pass_costs.py). `high`: averaged "
-         "DP-GD's best T is at its cap.", "",
-         "| dataset | eps | best (T) | excess | / F* | DP-GD / best | averaged DP-GD (T) | best second order (T) "
-         "| / best | within 1 s.e. | iterations ratio | runtime ratio | passes ratio |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-
-    def ratio(x) -> str:
-        return f"{x:.2f}x" if isinstance(x, (int, float)) and math.isfinite(x) else "n/a"
-
-    def named(name, T, edge="") -> str:
-        return "n/a" if not isinstance(name, str) else f"{name} ({int(T)}{_edge(edge)})"
-
-    for r in table.itertuples():
-        L.append(f"| {r.dataset} | {r.epsilon:g} | {named(r.best, r.best_T, r.best_edge)} | {_fmt(r.best_excess)} | "
-                 f"{ratio(r.best_over_floor)} | {ratio(r.dp_gd_over_best)} | "
-                 f"{named(r.averaged, r.averaged_T, r.averaged_edge)} | {named(r.second_order, r.second_order_T)} | "
-                 f"{ratio(r.second_order_over_best)} | {'yes' if r.second_order_within_se is True else 'no'} | "
-                 f"{ratio(r.iterations_ratio)} | {ratio(r.runtime_ratio)} | {ratio(r.passes_ratio)} |")
-    floor_fail = table[(table["epsilon"] >= t["floor_min_epsilon"])
-                       & ~table["floor_target_met"].astype(object).eq(True)]
-    def floor_miss(r) -> str:
-        capped = ", its best T at the cap" if str(r.best_edge) == "high" else ""
-        return f"{r.dataset}@{r.epsilon:g} ({ratio(r.best_over_floor)}{capped})"
-
-    speed_fail = [f"{r['dataset']}@{r['epsilon']:g} ({'; '.join(speed_misses(r))})"
-                  for r in table.to_dict("records") if speed_misses(r)]
-    L += ["", "Targets (measurements, not verdicts):", "",
-          f"* best method within {t['floor_ratio']:g}x F* in every cell with epsilon >= {t['floor_min_epsilon']:g}: "
-          f"met in {k['floor_met']} of {k['floor_cells']} cells"
-          + (f"; missed in {', '.join(floor_miss(r) for r in floor_fail.itertuples())}" if len(floor_fail) else "")
-          + ";",
-          f"* a second-order method within one s.e. of the best, with >= {t['iterations_ratio']:g}x fewer iterations "
-          f"and >= {t['runtime_ratio']:g}x less runtime than averaged DP-GD at its best T, in at least "
-          f"{t['cells_share']:.0%} of the cells ({k['speed_needed']} of {k['cells']}): met in {k['speed_met']}; "
-          f"within one s.e. in {k['within_se']} of {k['cells']}"
-          + (f". Missed, and why: {', '.join(speed_fail)}." if speed_fail else ".")]
+         "regularised, Gaussian-perturbed ERM on the quadratic model at w* (results/tables/floor.csv). It "
+         "illustrates what that model predicts at the cell's budget; it is neither a target nor a lower bound. "
+         "*F*'s mechanism, true loss*: the same mechanism (one Gaussian release of the whole budget, then ridge "
+         f"with F*'s lambda) evaluated on the true logistic loss, mean over {MECHANISM_DRAWS} draws: how far the "
+         "quadratic model is from the loss at that noise. The trivial loss of w = 0 is listed under *Divergence*.",
+         "", *_md_table(["dataset", "eps", "best (T)", "excess", "DP-GD / best", "averaged DP-GD (T)", "F*",
+                         "F*'s mechanism, true loss", "best / F*", "mechanism / F*"], [
+             [r.dataset, f"{r.epsilon:g}", _named(r.best, r.best_T, r.best_edge), _fmt(r.best_excess),
+              _ratio(r.dp_gd_over_best), _named(r.averaged, r.averaged_T, r.averaged_edge), _fmt(r.ridge_floor),
+              _fmt(r.mechanism_excess_loss), _ratio(r.best_over_floor), _ratio(r.mechanism_over_floor)]
+             for r in table.itertuples()]),
+         "", "*Second order*, the paper's (" + _names(sides["paper"]) + ") and this project's ("
+         + _names(sides["project"]) + ") apart: per cell and side the best second-order configuration, with or "
+         "without averaging. Ratios against *averaged DP-GD* are at both methods' best T: iterations, lone-run "
+         "runtime (timing stage; n/a when a configuration was not timed) and pass-equivalents "
+         "(benchmarks/pass_costs.py); `high`: averaged DP-GD's best T is at its cap. Target (a measurement, not a "
+         f"verdict): within one s.e. of the best, with >= {t['iterations_ratio']:g}x fewer iterations and "
+         f">= {t['runtime_ratio']:g}x less runtime than averaged DP-GD at its best T, in at least "
+         f"{t['cells_share']:.0%} of the cells ({k['speed_needed']} of {k['cells']}); the last column says which "
+         "condition fails.", ""]
+    rows = []
+    for r in table.to_dict("records"):
+        for side in WHOSE:
+            if not sides[side]:
+                continue
+            misses = speed_misses(r, side)
+            rows.append([r["dataset"], f"{r['epsilon']:g}", whose[side],
+                         _named(r[f"{side}_second_order"], r[f"{side}_second_order_T"]),
+                         _ratio(r[f"{side}_over_best"]), "yes" if r[f"{side}_within_se"] is True else "no",
+                         _ratio(r[f"{side}_iterations_ratio"]), _ratio(r[f"{side}_runtime_ratio"]),
+                         _ratio(r[f"{side}_passes_ratio"]), "; ".join(misses) if misses else "met"])
+    L += _md_table(["dataset", "eps", "whose", "best second order (T)", "/ best", "within 1 s.e.", "iterations ratio",
+                    "runtime ratio", "passes ratio", "target"], rows)
+    L += ["", "Target met: " + "; ".join(
+        f"{whose[side]} ({', '.join(sides[side])}) in {k[side]['speed_met']} of {k['cells']} cells, within one s.e. "
+        f"of the best in {k[side]['within_se']}" for side in WHOSE if sides[side]) + "."]
     return L
+
+
+def _ratio(x) -> str:
+    return f"{x:.2f}x" if isinstance(x, (int, float)) and math.isfinite(x) else "n/a"
+
+
+def _named(name, T, edge="") -> str:
+    return "n/a" if not isinstance(name, str) else f"{name} ({int(T)}{_edge(edge)})"
 
 
 def _caveats() -> list[str]:
@@ -390,12 +426,15 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
 def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | None = None,
                  tracks: dict | None = None, benchmarks: dict | None = None) -> pd.DataFrame:
     """Rule ``claims``: the aggregate tables (``inputs``) -> ``claims.md`` and its CSVs (``outputs``).
+    ``inputs['floor']`` (optional): the floor table, whose F*'s-mechanism column *Beyond the paper* shows;
     ``tracks``: the config's ``tracks`` section, when ``inputs['tracks']`` lists the track tables
     (private_selection, fixed_rule parquet files); ``benchmarks``: rule -> its jobs' benchmark files,
     for the run's cost (:mod:`.cost`)."""
     runs = read_table(inputs["runs"])
     summary = read_table(inputs["summary"])
     best = read_table(inputs["best"])
+    if inputs.get("floor"):
+        best = with_floor_mechanism(best, read_table(inputs["floor"]))
     baseline = read_table(inputs["baseline"])
     curves = read_table(inputs["best_curves"])
     costs = read_table(inputs["costs"])

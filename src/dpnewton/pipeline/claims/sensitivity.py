@@ -27,9 +27,10 @@ def continued_past_cap(cells: pd.DataFrame) -> pd.DataFrame:
     could only grow. The continuation takes both to their limits: mean excess loss and s.e. 0, runtime
     x ``UNBOUNDED_RUNTIME``. A verdict that differs under it rests on a grid cap. The check is exact
     for a verdict whose capped cells all sit on one side of its comparison (all competitors, or all
-    ours), because the C1, Table 1, C2, C5 and C6 rules are monotone in each cell's loss and runtime.
-    C3 reads the stored curves and is not affected; C4 compares the iterations to a level both reach,
-    which the continuation moves only when the Oracle's capped loss is above ours (indicative there).
+    ours), because the C1, Table 1, C2, C5 and C6-loss rules are monotone in each cell's loss and runtime.
+    C3 reads the stored curves and is not affected; C4 (and its gap) and C6 compare the iterations to a
+    level both methods reach, which the continuation moves only when a capped loss is above the other
+    method's (indicative there).
     """
     c = cells.copy()
     if "edge" not in c:

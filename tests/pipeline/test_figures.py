@@ -1,0 +1,138 @@
+"""What the figures show: Figure 2's per-dataset additions (each method's best configuration and each
+epsilon's best), the loss figures leaving out an algorithm whose excess loss is on another objective (its
+card's ``loss_note``, said in the captions), and the frontier split into Figures 6 and 8."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from dpnewton.algorithms import ALGORITHMS
+from dpnewton.pipeline import figures, plots
+from dpnewton.pipeline.config import load_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _best(rows):
+    """best_T rows from (dataset, configuration, base algorithm, epsilon, mean excess loss)."""
+    return pd.DataFrame([{"dataset": ds, "algorithm": a, "base_algorithm": b, "conversion": "bs16", "epsilon": e,
+                          "excess_loss_mean": m, "excess_loss_se": 0.0} for ds, a, b, e, m in rows])
+
+
+def test_figure_2_adds_each_methods_best_configuration_and_each_epsilons_best():
+    best = _best([
+        # dp-gd-tail wins two epsilons of DP-GD; dp-gd-s8 only the last, where it is the best of all
+        ("s", "dp-gd", "dp-gd", 0.1, 0.5), ("s", "dp-gd", "dp-gd", 1.0, 0.3), ("s", "dp-gd", "dp-gd", 10.0, 0.2),
+        ("s", "dp-gd-tail", "dp-gd", 0.1, 0.4), ("s", "dp-gd-tail", "dp-gd", 1.0, 0.2),
+        ("s", "dp-gd-tail", "dp-gd", 10.0, 0.1),
+        ("s", "dp-gd-s8", "dp-gd", 0.1, 0.6), ("s", "dp-gd-s8", "dp-gd", 1.0, 0.4),
+        ("s", "dp-gd-s8", "dp-gd", 10.0, 0.01),
+        # objpert is the best of all at 0.1
+        ("s", "objpert", "objpert", 0.1, 0.05), ("s", "objpert", "objpert", 1.0, 0.5),
+        ("s", "objpert", "objpert", 10.0, 0.5),
+        # hess-clip-tc2 and hess-clip win one epsilon each: the lower geometric mean decides
+        ("s", "hess-clip", "hess-clip", 0.1, 0.3), ("s", "hess-clip", "hess-clip", 1.0, 0.9),
+        ("s", "hess-clip-tc2", "hess-clip", 0.1, 0.35), ("s", "hess-clip-tc2", "hess-clip", 1.0, 0.25),
+        ("t", "dp-gd", "dp-gd", 0.1, 0.5),
+    ])
+    candidates = dict(zip(best["algorithm"], best["base_algorithm"]))
+    shown = figures.best_configurations(best, "bs16", candidates)
+    # each epsilon's best (objpert, dp-gd-tail, dp-gd-s8), then each method's: DP-GD's dp-gd-tail, Hess-clip's tc2
+    assert shown == {"s": ["objpert", "dp-gd-tail", "dp-gd-s8", "hess-clip-tc2"], "t": ["dp-gd"]}
+    # another conversion's rows and configurations outside the candidates are not looked at
+    assert figures.best_configurations(best, "gdp", candidates) == {}
+    assert figures.best_configurations(best, "bs16", {"dp-gd": "dp-gd"}) == {"s": ["dp-gd"], "t": ["dp-gd"]}
+
+
+def _params(methods, privacy_utility, minibatch=()):
+    styles_in = {m: {"base": b, "average": "none", "variant": m} for m, b in methods.items()}
+    return {"figures": {"runtime_algorithms": [], "convergence_algorithms": [], "runtime_epsilon": 1,
+                        "convergence_epsilons": [1]},
+            "conversion": "bs16", "privacy_utility": list(privacy_utility), "minibatch": list(minibatch),
+            "methods": styles_in}
+
+
+def _drawn_labels(monkeypatch, draw):
+    labels = {}
+
+    def fake_save(fig, paths):
+        for k, ax in enumerate(fig.axes):
+            labels[k] = {ln.get_label() for ln in ax.get_lines()}
+        plots.plt.close(fig)
+
+    monkeypatch.setattr(plots, "save", fake_save)
+    draw()
+    return labels
+
+
+def test_figure_2_shows_the_winners_the_config_list_leaves_out(monkeypatch):
+    best = _best([("s", a, b, e, m) for a, b, m in (("dp-gd", "dp-gd", 0.2), ("dp-gd-tail", "dp-gd", 0.1),
+                                                   ("precond-dp-gd", "precond-dp-gd", 0.05),
+                                                   ("dp-gd-oracle", "dp-gd-oracle", 0.001),
+                                                   ("minibatch-hess-clip", "minibatch-hess-clip", 0.0001))
+                  for e in (0.1, 1.0)])
+    methods = dict(zip(best["algorithm"], best["base_algorithm"]))
+    baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.7]})
+    p = _params(methods, ["dp-gd"], minibatch=["minibatch-hess-clip"])
+    styles = plots.method_styles(p["methods"])
+    labels = _drawn_labels(monkeypatch, lambda: figures.SPECS["fig2_privacy_utility"].draw(
+        {"best": best, "baseline": baseline}, p, ["f.png"], styles))
+    # the list's dp-gd, DP-GD's best (the tail average) and the best of all (precond-dp-gd); neither the
+    # non-private Oracle nor Figure 4's minibatch method, however low their loss
+    assert labels[0] - set(plots.REFERENCES) == {"DP-GD", "dp-gd-tail", "precond-dp-gd"}
+
+
+def test_an_algorithm_with_a_loss_note_is_left_out_of_the_loss_figures_and_kept_in_figure_7(monkeypatch):
+    """Cubic Newton's excess loss is on its own regularised objective: it is not drawn against the others'
+    (Figure 2, the frontier), the captions say so from its card, and Figure 7's test metrics keep it."""
+    noted = [a for a, s in ALGORITHMS.items() if s.loss_note]
+    assert noted == ["cubic-newton"]
+    best = _best([("s", a, a, e, m) for a, m in (("cubic-newton", 1e-4), ("dp-gd", 0.1)) for e in (0.1, 1.0)])
+    methods = {"cubic-newton": "cubic-newton", "dp-gd": "dp-gd"}
+    p = _params(methods, ["cubic-newton", "dp-gd"])
+    styles = plots.method_styles(p["methods"])
+    baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.7]})
+    fig2 = _drawn_labels(monkeypatch, lambda: figures.SPECS["fig2_privacy_utility"].draw(
+        {"best": best, "baseline": baseline}, p, ["f.png"], styles))
+    assert fig2[0] - set(plots.REFERENCES) == {"DP-GD"}
+    frontier = pd.DataFrame({"dataset": "s", "conversion": "bs16", "epsilon": 1.0,
+                             "method": ["cubic-newton", "dp-gd"], "role": ["second-order", "first-order"],
+                             "configurations": 1, "budget_index": 0})
+    for prefix in ("passes_", "runtime_"):
+        frontier = frontier.assign(**{prefix + "budget": 1.0, prefix + "best_excess_loss": [1e-4, 0.1],
+                                      prefix + "best_algorithm": frontier["method"], prefix + "best_T": 1,
+                                      prefix + "best_cost": 1.0, prefix + "costed": True, prefix + "note": ""})
+    for name in ("fig6_frontier", "fig8_frontier_runtime"):
+        drawn = _drawn_labels(monkeypatch, lambda: figures.SPECS[name].draw(
+            {"frontier": frontier, "baseline": baseline}, p, ["f.png"], styles))
+        assert drawn[0] - set(plots.REFERENCES) == {"DP-GD"}, name
+    heldout = pd.DataFrame({"dataset": "s", "algorithm": ["cubic-newton", "dp-gd"], "conversion": "bs16",
+                            "epsilon": 1.0, "test_accuracy_mean": [0.5, 0.8], "test_accuracy_se": 0.0,
+                            "test_log_loss_mean": [0.69, 0.4], "test_log_loss_se": 0.0, "n_test": 10,
+                            "optimum_test_accuracy": 0.85, "optimum_test_log_loss": 0.35})
+    fig7 = _drawn_labels(monkeypatch, lambda: figures.SPECS["fig7_heldout"].draw(
+        {"heldout": heldout}, p, ["f.png"], styles))
+    assert {"cubic Newton", "DP-GD"} <= fig7[0]
+    cfg = load_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    assert "cubic-newton" in cfg["algorithms"]
+    note = f"Not shown: cubic Newton ({ALGORITHMS['cubic-newton'].loss_note})."
+    for name in ("fig2_privacy_utility", "fig6_frontier", "fig8_frontier_runtime"):
+        assert note in figures.SPECS[name].caption(cfg, {}), name
+    # Figures 1 and 3 name their configurations: the note only when one of them has a loss note
+    assert note not in figures.SPECS["fig1_runtime"].caption(cfg, {})
+    assert note not in figures.SPECS["fig7_heldout"].caption(cfg, {})
+
+
+@pytest.mark.parametrize("name, measure", [("fig6_frontier", "passes"), ("fig8_frontier_runtime", "runtime_s")])
+def test_the_frontier_is_two_figures_one_per_cost_measure(monkeypatch, name, measure):
+    """Figure 6 (gradient passes) and Figure 8 (runtime): one row per dataset, one column per epsilon."""
+    seen = {}
+    monkeypatch.setattr(plots, "frontier_figure", lambda table, baseline, conversion, paths, m, **kw:
+                        seen.update(measure=m))
+    figures.SPECS[name].draw({"frontier": pd.DataFrame({"method": []}), "baseline": pd.DataFrame()},
+                             {"conversion": "bs16"}, ["f.png"], {})
+    assert seen == {"measure": measure}
+    assert figures.SPECS[name].caption({"conversion": "bs16", "algorithms": {}}, {}).startswith(
+        f"Figure {name[3]}: compute-budget frontier by")
