@@ -147,7 +147,7 @@ def test_tracks_comparison_known_answers():
 
     cfg = {"selection": {"methods": {"gd": {"variants": ["dp-gd", "dp-gd-s8"], "iterations": [10]},
                                      "newton": {"variants": ["hess-clip"], "iterations": [4]}}},
-           "fixed": {"methods": {"gd": {"variant": "dp-gd-tail", "iterations": "snr"}}}}
+           "fixed": {"methods": {"gd": {"variant": "dp-gd-tail", "iterations": "snr", "max_iterations": 3000}}}}
     assert label_variants(cfg) == {"gd": ["dp-gd", "dp-gd-s8", "dp-gd-tail"], "newton": ["hess-clip"]}
     tracks = pd.DataFrame([
         {"track": "private-selection", "dataset": "a1a", "method": "gd", "epsilon": 1.0, "repetitions": 8,
@@ -211,3 +211,39 @@ def test_privacy_plans_of_the_declared_configurations():
                                     ("precond-dp-gd", "gradient"): 0.9})
     text = "\n".join(_plans_section(p))
     assert "| precond-dp-gd | curvature | 0.1 | t = 0 |" in text and "aop |" not in text
+
+
+def test_library_default_against_the_tuned_tracks():
+    """The estimator's default (the fixed rule whose variant is DEFAULT_ALGORITHM) over the best of every
+    method's oracle-tuned and privately selected loss, per cell, computed by hand."""
+    from dpnewton.estimator import DEFAULT_ALGORITHM
+    from dpnewton.pipeline.claims.headline import tracks_lines
+    from dpnewton.pipeline.claims.tuning_tracks import library_default_label, library_default_table, tracks_section
+
+    gd = {"variant": "dp-gd-tail", "iterations": "snr", "max_iterations": 3000}
+    cfg = {"repetitions": 8, "fixed": {"methods": {"gd": gd, "lib": {"variant": DEFAULT_ALGORITHM, "iterations": 1}}}}
+    assert library_default_label(cfg) == "lib" and library_default_label({}) is None
+    table = pd.DataFrame([
+        {"dataset": "a1a", "epsilon": 1.0, "method": "gd", "oracle_tuned": 0.02, "selection": 0.05,
+         "fixed": 0.07, "fixed_se": 0.01},
+        {"dataset": "a1a", "epsilon": 1.0, "method": "lib", "oracle_tuned": 0.03, "selection": np.nan,
+         "fixed": 0.024, "fixed_se": 0.002},
+        {"dataset": "a1a", "epsilon": 10.0, "method": "gd", "oracle_tuned": 0.001, "selection": 0.004,
+         "fixed": 0.002, "fixed_se": 0.001},
+        {"dataset": "a1a", "epsilon": 10.0, "method": "lib", "oracle_tuned": np.nan, "selection": np.nan,
+         "fixed": 0.003, "fixed_se": 0.001},
+        {"dataset": "adult", "epsilon": 1.0, "method": "gd", "oracle_tuned": 0.01, "selection": 0.02,
+         "fixed": 0.03, "fixed_se": 0.01}])
+    t = library_default_table(table, "lib").set_index("epsilon")
+    assert list(t.index) == [1.0, 10.0]          # adult has no default row
+    assert t.loc[1.0, "oracle_tuned_method"] == "gd" and np.isclose(t.loc[1.0, "oracle_tuned_ratio"], 1.2)
+    assert np.isclose(t.loc[1.0, "selection_ratio"], 0.48) and np.isclose(t.loc[10.0, "oracle_tuned_ratio"], 3.0)
+    full = table.assign(oracle_config="c", selection_se=0.01, fixed_T=1.0, trivial=0.3, configurations=1,
+                        expected_k=4.0, tuning_iterations=10.0)
+    text = "\n".join(tracks_section(full, cfg))
+    assert "| a1a | 1 | 0.024 ± 0.002 | 0.02 (gd) | 1.2x | 0.05 (gd) | 0.48x |" in text
+    assert "within 1.25x of the oracle-tuned best in 1 of 2 cells and within 2x in 1 (median 2.1x, max 3x)" in text
+    line = " ".join(tracks_lines(full, "lib"))
+    assert "The library's default (lib, no tuning): within 1.25x of the oracle-tuned best in 1 of 2 cells" in line
+    no_default = {"repetitions": 8, "fixed": {"methods": {"gd": cfg["fixed"]["methods"]["gd"]}}}
+    assert "library's default" not in "\n".join(tracks_section(full, no_default))

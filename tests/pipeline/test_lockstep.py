@@ -1,10 +1,12 @@
-"""Lockstep jobs (dpnewton.pipeline.plan.lockstep_jobs): the jobs of one dataset, seed chunk and lockstep
-algorithm run as one job whose runs step together in one batch.
+"""Grouped jobs (dpnewton.pipeline.plan.group_jobs): the jobs of one dataset, seed chunk and lockstep
+algorithm run as one job whose runs step together in one batch; with ``job_grouping: algorithm`` those of
+any other algorithm are one job too, running its trajectories one after another.
 
 * Its rows, curves and ledger equal those of the separate jobs (one per configuration, conversion and epsilon,
   configurations that differ only in ``average`` sharing theirs) for members that differ in step, epsilon,
   conversion, average and cap: bit for bit with the blocked pass (every batch below ``loss.GEMM_MIN_RUNS``,
   forced by the ``blocked_pass`` fixture), to the rounding of the GEMM pass with the real threshold.
+* A grouped job of an algorithm that is not lockstep (Hess-clip) equals its separate jobs bit for bit.
 * The plan: one job per (dataset, chunk) for dp-gd and precond-dp-gd, members keyed uniquely, a lone job
   keeps its spec; the scheduling cost counts every trajectory's runs; a lockstep rows file is checked per
   (configuration, conversion, epsilon).
@@ -21,7 +23,7 @@ from dpnewton.io import DamagedFileError
 from dpnewton.pipeline import jobs
 from dpnewton.pipeline.aggregate import check_job_rows
 from dpnewton.pipeline.config import expand, load_config
-from dpnewton.pipeline.plan import Job, job_members, lockstep_jobs, share_trajectories, trajectories
+from dpnewton.pipeline.plan import Job, group_jobs, job_members, share_trajectories, trajectories
 from dpnewton.pipeline.scheduling import estimated_cost, run_values
 from tests.pipeline.test_t_search import _run, _sorted, prepared  # noqa: F401 (prepared: the fixture)
 
@@ -58,7 +60,7 @@ def _separate_jobs() -> list[Job]:
 
 def _lockstep_and_separate(prepared, tmp_path):
     separate = _separate_jobs()
-    (lockstep,) = lockstep_jobs(separate, ALGORITHMS)
+    (lockstep,) = group_jobs(separate, ALGORITHMS)
     together = _run(prepared, tmp_path / "lockstep", lockstep.spec)
     alone = [_run(prepared, tmp_path / f"{j.algorithm}-{j.conversion}-{j.eps}", j.spec) for j in separate]
     return lockstep, together, [pd.concat([a[k] for a in alone if len(a[k])], ignore_index=True) for k in range(3)]
@@ -134,6 +136,49 @@ def test_the_plan_runs_each_lockstep_algorithm_once_per_dataset_and_chunk():
     assert "members" not in plan.job_index[("synthetic", "precond-dp-gd", "bs16", "1", "0-1")].spec
 
 
+def _hess_job(name: str, eps: float, conversion: str, hyper: dict) -> Job:
+    spec = {**_job(name, eps, conversion, 8, hyper).spec, "base_algorithm": "hess-clip", "iterations": [1, 2]}
+    return Job("synthetic", name, conversion, spec["eps_label"], "0-2", spec)
+
+
+def test_a_job_grouped_by_algorithm_equals_its_separate_jobs_bit_for_bit(prepared, tmp_path):
+    """Hess-clip (not lockstep): two configurations, one with its tail average on the same trajectory, two
+    epsilons and two conversions in one job; each trajectory runs as its own job's batch."""
+    separate = share_trajectories([
+        _hess_job("hess-clip", 10.0, "bs16", {}), _hess_job("hess-clip-tail", 10.0, "bs16", {"average": "tail"}),
+        _hess_job("hess-clip-gf0.5", 10.0, "bs16", {"grad_frac": 0.5}), _hess_job("hess-clip", 1.0, "bs16", {}),
+        _hess_job("hess-clip", 10.0, "gdp", {})], {}, ALGORITHMS)
+    assert len(group_jobs(separate, ALGORITHMS)) == 4          # not lockstep: not grouped by default
+    (job,) = group_jobs(separate, ALGORITHMS, by_algorithm=True)
+    assert job.key == ("synthetic", "hess-clip", "bs16", "10", "0-2") and len(trajectories(job.spec)) == 4
+    rows, curves, ledger = _run(prepared, tmp_path / "grouped", job.spec)
+    alone = [_run(prepared, tmp_path / f"{j.algorithm}-{j.conversion}-{j.eps}", j.spec) for j in separate]
+    ref_rows, ref_curves, ref_ledger = [pd.concat([a[k] for a in alone], ignore_index=True) for k in range(3)]
+    assert len(rows) == len(ref_rows) > 5 * 3 * 2
+    pd.testing.assert_frame_equal(_sorted(rows[EXACT + COMPUTED], KEYS), _sorted(ref_rows[EXACT + COMPUTED], KEYS))
+    pd.testing.assert_frame_equal(_sorted(curves.drop(columns="elapsed_s"), KEYS + ["iterate"]),
+                                  _sorted(ref_curves.drop(columns="elapsed_s"), KEYS + ["iterate"]))
+    pd.testing.assert_frame_equal(_ledger(ledger), _ledger(ref_ledger))
+
+
+def test_job_grouping_algorithm_gives_one_job_per_dataset_algorithm_and_chunk():
+    cfg = {"datasets": {"synthetic": {"options": {"n": 100, "d": 3}}}, "epsilons": [0.1, 1], "seeds": 2,
+           "grids": {"g": [1, 2]}, "job_grouping": "algorithm",
+           "algorithms": {"dp-gd": {"grid": "g"}, "hess-clip": {"grid": "g"},
+                          "hess-clip-gf0.5": {"algorithm": "hess-clip", "grid": "g", "hyper": {"grad_frac": 0.5}},
+                          "aop": {"grid": "g", "epsilons": [1]}},
+           "conversion_study": {"algorithm": "hess-clip", "conversions": ["gdp"]}}
+    plan = expand(load_config(cfg), check_data=False)
+    assert sorted(j.key for j in plan.jobs) == [("synthetic", a, "bs16", e, "0-1")
+                                                for a, e in (("aop", "1"), ("dp-gd", "0.1"), ("hess-clip", "0.1"))]
+    assert list(job_members(plan.job_index[("synthetic", "hess-clip", "bs16", "0.1", "0-1")].spec)) == [
+        f"{a}/{c}/eps~{e}" for a, c, e in (("hess-clip", "bs16", "0.1"), ("hess-clip", "bs16", "1"),
+                                           ("hess-clip-gf0.5", "bs16", "0.1"), ("hess-clip-gf0.5", "bs16", "1"),
+                                           ("hess-clip", "gdp", "0.1"), ("hess-clip", "gdp", "1"))]
+    # a group of one job keeps its spec (and hash)
+    assert "members" not in plan.job_index[("synthetic", "aop", "bs16", "1", "0-1")].spec
+
+
 def test_a_lockstep_rows_file_is_checked_per_configuration_conversion_and_epsilon():
     """Members of one configuration at two epsilons have different grids; a seed that lost a run is found."""
     rows = pd.DataFrame({"algorithm": "dp-gd", "conversion": "bs16", "epsilon": [1.0] * 4 + [10.0] * 6,
@@ -152,7 +197,7 @@ def test_an_interrupted_lockstep_job_recomputes_only_its_unfinished_units(prepar
     """A (grid round, seed) unit holds every trajectory's runs of that seed in that round; killed in its third
     batch and run again, the job computes only the units it had not written and ends with the rows, curves
     and ledger of an uninterrupted run (update times aside)."""
-    (job,) = lockstep_jobs(_separate_jobs(), ALGORITHMS)
+    (job,) = group_jobs(_separate_jobs(), ALGORITHMS)
     calls = []
     real = jobs._run_units
 

@@ -97,7 +97,7 @@ class AlgorithmSpec:
     ``batched`` (shares passes over Z across runs), ``lockstep`` (batched, and its runner also takes one
     configuration per run: ``hyper`` a list of dicts, one per context, each run applying its own; the
     pipeline then runs every configuration, epsilon and conversion of the algorithm on a dataset as one
-    job, :func:`dpnewton.pipeline.plan.lockstep_jobs`), ``nonprivate`` (the non-private part of its protocol;
+    job, :func:`dpnewton.pipeline.plan.group_jobs`), ``nonprivate`` (the non-private part of its protocol;
     required exactly when the role is "non-private step"), ``plan``, ``relations`` (the neighbouring
     relations its noise calibration covers, :mod:`dpnewton.privacy.neighbouring`), ``timed_as`` (a
     one-shot method: the timed algorithm whose update stands for one Newton step of its solve),

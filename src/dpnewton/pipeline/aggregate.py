@@ -77,7 +77,7 @@ def read_rows(path) -> pd.DataFrame:
 def check_job_rows(frame: pd.DataFrame, path) -> None:
     """A job runs every seed at every T of each member's (possibly extended) grid, so each seed of a
     (configuration, conversion, epsilon) in its rows file has the same set of T values (a lockstep job,
-    :func:`dpnewton.pipeline.plan.lockstep_jobs`, holds several of each); a file that lost rows (also one
+    :func:`dpnewton.pipeline.plan.group_jobs`, holds several of each); a file that lost rows (also one
     written before rows files carried their count) fails this unless it lost every T of whole seeds."""
     if not {"seed", "iterations"} <= set(frame.columns):
         return

@@ -1,5 +1,5 @@
 """Run one pipeline job: every (seed, T) of one (dataset, algorithm, conversion, epsilon) chunk, or of every
-member of a lockstep job (:func:`dpnewton.pipeline.plan.lockstep_jobs`).
+member of a grouped job (:func:`dpnewton.pipeline.plan.group_jobs`).
 
 Writes (atomically, via :mod:`dpnewton.io`)
 
@@ -59,6 +59,7 @@ import pandas as pd
 import scipy
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from ..algorithms import get_algorithm
 from ..experiment import RunGroup, check_run, resolve_budget, result_record, run_groups
 from ..holdout import heldout_metrics
 from ..io import atomic_path, atomic_write_csv, atomic_write_parquet, read_parquet
@@ -214,7 +215,7 @@ def run_job(prepared: str | Path, spec: dict, rows_out: str | Path, curves_out: 
     Returns the rows as written (with their ``file_rows`` column).
 
     The job's runs release a model for every member (:func:`~.plan.job_members`: one configuration,
-    several that differ only in ``average``, or every configuration x conversion x epsilon of a lockstep
+    several that differ only in ``average``, or every configuration x conversion x epsilon of a grouped
     job); each member keeps its own T grid and extension (the :class:`TSearch` of its rows), and a
     (seed, T) run of a trajectory (:func:`~.plan.trajectories`) is computed once whichever members need it.
     Every grid round runs the T values of all trajectories as one batch."""
@@ -429,7 +430,11 @@ def _run_units(problem, spec: dict, seeds: list[int], grid_round: int, wanted: d
         groups.append(RunGroup(eps, delta, first["conversion"], rho, runs, hyper, averages[1:],
                                lambda T, k=max_points: curve_indices(T, k)))
         cells.append((path, first, averages))
-    for (path, first, averages), results in zip(cells, run_groups(problem, spec["dataset"], base, groups)):
+    # a lockstep card steps every trajectory in one batch; any other runs one trajectory's batch at a time
+    # (a job of a single trajectory, as :func:`~.plan.group_jobs` groups them by algorithm)
+    batches = [groups] if get_algorithm(base).lockstep else [[g] for g in groups]
+    results_of = [res for batch in batches for res in run_groups(problem, spec["dataset"], base, batch)]
+    for (path, first, averages), results in zip(cells, results_of):
         conversion, eps, max_points = first["conversion"], float(first["epsilon"]), int(first["curves_max_points"])
         for res in results:
             seed = res.identity.seed

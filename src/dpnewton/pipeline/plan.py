@@ -4,7 +4,9 @@ A *job* is one (dataset, algorithm, conversion, epsilon, seed chunk); it runs ev
 chunk times every T of the algorithm's grid (see ``docs/pipeline.md`` for why), and releases the
 models of every configuration that shares its trajectory (:func:`share_trajectories`). The jobs of a
 ``lockstep`` algorithm (its card) on one dataset and seed chunk are one job instead, whatever their
-configuration, conversion and epsilon (:func:`lockstep_jobs`): its runs step together in one batch.
+configuration, conversion and epsilon (:func:`group_jobs`): its runs step together in one batch. With
+``job_grouping: algorithm`` every algorithm's jobs are grouped so (fewer, longer jobs: less start-up
+per run), those of a card that is not ``lockstep`` running one trajectory after another.
 Everything that determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``config_hash``
 column of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
 A ``holdout`` enters the specs (and the protocol) only when it is on, so the jobs of a config
@@ -271,6 +273,7 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
     warnings: list[str] = []
     holdout = holdout_fraction(cfg.get("holdout"))   # no schema default on purpose (absent = off)
     precision = cfg.get("precision", "float64")      # no schema default on purpose (absent = float64)
+    grouping = cfg.get("job_grouping", "cell")       # no schema default on purpose (absent = cell)
     data_dir = resolve_data_dir(cfg["data_dir"], base_dir)
     datasets, dropped = {}, {}
     for name, entry in cfg["datasets"].items():
@@ -349,7 +352,7 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
             if precision != "float64":
                 spec["precision"] = precision
             jobs.append(Job(ds, alg, conv, e, label, spec))
-    jobs = lockstep_jobs(share_trajectories(jobs, algos, registry), registry)
+    jobs = group_jobs(share_trajectories(jobs, algos, registry), registry, by_algorithm=grouping == "algorithm")
     return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout, precision=precision,
                 given=given)
 
@@ -385,25 +388,27 @@ def share_trajectories(jobs: list[Job], algos: dict[str, dict], registry) -> lis
     return out
 
 
-#: the keys of the job specs of a lockstep group that are the same for every job (the others are its members')
-LOCKSTEP_SHARED = ("dataset", "dataset_options", "base_algorithm", "delta", "seeds", "holdout", "precision")
+#: the keys of the job specs of a group that are the same for every job (the others are its members')
+GROUP_SHARED = ("dataset", "dataset_options", "base_algorithm", "delta", "seeds", "holdout", "precision")
 
 
-def lockstep_jobs(jobs: list[Job], registry) -> list[Job]:
-    """Lockstep: the jobs of one dataset, seed chunk and ``lockstep`` registered algorithm (its card:
-    batched, one configuration per run) become one job, whatever their configurations, conversions and
-    epsilons, named by the first of them (config order, primary conversion first) and placed where it
-    was. Its spec keeps :data:`LOCKSTEP_SHARED` and lists every configuration x conversion x epsilon as a
-    member (``spec['members']``, keyed ``<configuration>/<conversion>/eps~<epsilon>``; :func:`job_members`),
-    each with its own T grid and extension rule; ``curves_max_points`` is the members' largest (whether
-    the job stores curves). Its runs step together in one batch (:func:`dpnewton.experiment.run_groups`),
-    each with its own configuration, budget and generator, so a run's noise is that of a job of its own.
-    A group of one job keeps its spec and hash."""
+def group_jobs(jobs: list[Job], registry, by_algorithm: bool = False) -> list[Job]:
+    """The jobs of one dataset, seed chunk and registered algorithm become one job, whatever their
+    configurations, conversions and epsilons, when its card is ``lockstep`` (batched, one configuration
+    per run: the group's runs step together in one batch, :func:`dpnewton.experiment.run_groups`) or when
+    ``by_algorithm`` (the config's ``job_grouping: algorithm``; a card that is not lockstep runs the
+    group's trajectories one after another, each as the batch its own job would run). The group is named
+    by its first job (config order, primary conversion first) and placed where it was. Its spec keeps
+    :data:`GROUP_SHARED` and lists every configuration x conversion x epsilon as a member
+    (``spec['members']``, keyed ``<configuration>/<conversion>/eps~<epsilon>``; :func:`job_members`), each
+    with its own T grid and extension rule; ``curves_max_points`` is the members' largest (whether the job
+    stores curves). Each run keeps its own configuration, budget and generator, so its noise is that of a
+    job of its own. A group of one job keeps its spec and hash."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
         base = job.spec["base_algorithm"]
-        lockstep = base in registry and registry[base].lockstep
-        groups.setdefault((job.dataset, job.chunk, base) if lockstep else (job.key,), []).append(job)
+        grouped = by_algorithm or (base in registry and registry[base].lockstep)
+        groups.setdefault((job.dataset, job.chunk, base) if grouped else (job.key,), []).append(job)
     out = []
     for group in groups.values():
         if len(group) == 1:
@@ -412,8 +417,8 @@ def lockstep_jobs(jobs: list[Job], registry) -> list[Job]:
         owner = group[0]
         members = {f"{m['algorithm']}/{m['conversion']}/eps~{m['eps_label']}": m
                    for job in group for m in job_members(job.spec).values()}
-        spec = {k: owner.spec[k] for k in LOCKSTEP_SHARED if k in owner.spec}
-        spec.update(algorithm=owner.algorithm, lockstep=True, members=members,
+        spec = {k: owner.spec[k] for k in GROUP_SHARED if k in owner.spec}
+        spec.update(algorithm=owner.algorithm, grouped=True, members=members,
                     curves_max_points=max(m["curves_max_points"] for m in members.values()))
         out.append(Job(owner.dataset, owner.algorithm, owner.conversion, owner.eps, owner.chunk, spec))
     return out
@@ -425,10 +430,10 @@ def job_members(spec: dict) -> dict[str, dict]:
     'extend'}}, each with its own T grid and extension rule; ``hyper`` is the member's own (with its
     ``average``). A job of one configuration has one member (its spec's own fields), a job shared by
     configurations that differ only in ``average`` (one trajectory, every released model:
-    :func:`share_trajectories`) one per configuration, both keyed by configuration name; a lockstep job
-    (:func:`lockstep_jobs`) one per configuration x conversion x epsilon, keyed
+    :func:`share_trajectories`) one per configuration, both keyed by configuration name; a grouped job
+    (:func:`group_jobs`) one per configuration x conversion x epsilon, keyed
     ``<configuration>/<conversion>/eps~<epsilon>``. Which members share their runs: :func:`trajectories`."""
-    if spec.get("lockstep"):
+    if spec.get("grouped"):
         return {key: dict(m) for key, m in spec["members"].items()}
     cell = {"conversion": spec.get("conversion"), "primary": spec.get("primary", True), "epsilon": spec.get("epsilon"),
             "eps_label": spec.get("eps_label"), "curves_max_points": spec.get("curves_max_points", 0)}

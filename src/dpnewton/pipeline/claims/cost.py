@@ -8,7 +8,7 @@ last attempt only: the units it reused were computed by attempts that were cut o
 benchmark file (``benchmarks/pipeline.py --analyze`` adds them from the job logs). A job of several
 members (:func:`dpnewton.pipeline.plan.job_members`: configurations that release their models from one
 trajectory, or a lockstep job running every configuration, conversion and epsilon of its algorithm on a
-dataset, :func:`dpnewton.pipeline.plan.lockstep_jobs`) is counted under its first configuration, the one
+dataset, :func:`dpnewton.pipeline.plan.group_jobs`) is counted under its first configuration, the one
 its files are named after, by :func:`_run_job_part`.
 
 The run's length and core utilisation (:func:`run_length`) come from the files' modification times:

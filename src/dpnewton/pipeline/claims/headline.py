@@ -19,7 +19,8 @@ from ..frontier import MEASURE_LABELS, members
 from .beyond import TARGETS, WHOSE, target_counts
 from .cells import SETTINGS, by_whose, is_paper_method
 from .cost import REFERENCE_CORES
-from .tuning_tracks import TRACK_COLUMNS, cell_winners, not_better_than_trivial
+from .tuning_tracks import (NEAR_ORACLE, TRACK_COLUMNS, cell_winners, library_default_label,
+                            library_default_table, not_better_than_trivial)
 from .verdict import NA, NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
 
@@ -146,7 +147,7 @@ def budget_lines(winners: pd.DataFrame, methods) -> list[str]:
     return L
 
 
-def tracks_lines(tracks: pd.DataFrame) -> list[str]:
+def tracks_lines(tracks: pd.DataFrame, default_label: str | None = None) -> list[str]:
     L = []
     for col, name in zip(TRACK_COLUMNS, ("oracle-tuned (non-private upper bound)", "private selection",
                                           "fixed rule")):
@@ -169,6 +170,13 @@ def tracks_lines(tracks: pd.DataFrame) -> list[str]:
             cells = ", ".join(f"{r.method} on {_cell(r.dataset, r.epsilon)}" for r in worse.itertuples())
             out.append(f"  The privately selected model is no better than w = 0 in {len(worse)} of {rated} "
                        "(method, cell) pairs" + (f" ({cells})." if len(worse) else "."))
+    t = library_default_table(tracks, default_label) if default_label else pd.DataFrame()
+    ratio = t["oracle_tuned_ratio"].astype(float) if len(t) else pd.Series(dtype=float)
+    ratio = ratio[np.isfinite(ratio)]
+    if len(ratio):
+        out.append(f"  The library's default ({default_label}, no tuning): within {NEAR_ORACLE:g}x of the "
+                   f"oracle-tuned best in {int((ratio <= NEAR_ORACLE).sum())} of {len(ratio)} cells, median "
+                   f"{_fmt(float(ratio.median()))}x.")
     return out
 
 
@@ -191,7 +199,7 @@ def headline(verdicts: pd.DataFrame, extra: dict, conversion: str) -> list[str]:
         L += budget_lines(winners, extra["methods"])
     tracks = extra.get("tracks")
     if tracks is not None and len(tracks):
-        L += tracks_lines(tracks)
+        L += tracks_lines(tracks, library_default_label(extra.get("tracks_declared")))
     cost = extra.get("cost")
     if cost is not None and len(cost):
         L.append(cost_line(cost))

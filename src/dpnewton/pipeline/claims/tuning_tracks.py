@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ...estimator import DEFAULT_ALGORITHM
 from .verdict import format_number as _fmt
 
 COLUMNS = ["dataset", "epsilon", "method", "oracle_tuned", "oracle_config", "selection", "selection_se",
@@ -127,6 +128,66 @@ def tracks_section(table: pd.DataFrame | None, tracks_cfg: dict | None = None) -
         cells = [f"{winners[col][ds, eps][0]} ({_fmt(winners[col][ds, eps][1])})" if (ds, eps) in winners[col]
                  else "n/a" for col in TRACK_COLUMNS]
         L.append(f"| {ds} | {eps:g} | " + " | ".join(cells) + " |")
+    return L + library_default_lines(table, library_default_label(tracks_cfg))
+
+
+#: a fixed rule "within this factor of the oracle-tuned best" is counted as near it (the factor of
+#: docs/default_rule.md's study, which chose the library default)
+NEAR_ORACLE = 1.25
+
+
+def library_default_label(tracks_cfg: dict | None) -> str | None:
+    """The method label whose fixed rule is the estimator's default (:data:`dpnewton.estimator.DEFAULT_ALGORITHM`
+    at its card's defaults, no tuning on the private data), or None when the config declares none."""
+    fixed = ((tracks_cfg or {}).get("fixed") or {}).get("methods") or {}
+    return next((label for label, m in fixed.items() if m["variant"] == DEFAULT_ALGORITHM), None)
+
+
+def library_default_table(table: pd.DataFrame, label: str) -> pd.DataFrame:
+    """Per cell: the library default's mean excess loss (the fixed rule of ``label``) beside the lowest
+    oracle-tuned and the lowest privately selected loss over every method label, and the ratios
+    default / oracle-tuned best and default / private-selection best (cells without the default's
+    fixed rule are left out)."""
+    rows = []
+    for (ds, eps), g in table.groupby(["dataset", "epsilon"], sort=True):
+        own = g[(g["method"] == label) & np.isfinite(g["fixed"].astype(float))]
+        if not len(own):
+            continue
+        rec = {"dataset": ds, "epsilon": float(eps), "default": float(own["fixed"].iloc[0]),
+               "default_se": float(own["fixed_se"].iloc[0])}
+        for col in ("oracle_tuned", "selection"):
+            v = g[col].astype(float)
+            v = v[np.isfinite(v)]
+            best = (g.loc[v.idxmin(), "method"], float(v.min())) if len(v) else (None, float("nan"))
+            rec[f"{col}_method"], rec[col] = best
+            rec[f"{col}_ratio"] = rec["default"] / best[1] if best[1] > 0 else float("nan")
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+def library_default_lines(table: pd.DataFrame, label: str | None) -> list[str]:
+    """The report's comparison of the library's default (:func:`library_default_table`) with the tuned
+    tracks, and how often it is within :data:`NEAR_ORACLE` and 2x of the oracle-tuned best."""
+    t = library_default_table(table, label) if label else pd.DataFrame()
+    if not len(t):
+        return []
+    L = ["", f"The library's default, `DPLogisticRegression()` ({DEFAULT_ALGORITHM} at its defaults: no tuning on "
+         f"the private data; the fixed rule of `{label}` above), against the best of every method's oracle-tuned "
+         "loss (**non-private** upper bound on tuning) and of every privately selected model, per cell:", "",
+         "| dataset | eps | library default | oracle-tuned best (method) | default / oracle-tuned | "
+         "private selection best (method) | default / private selection |", "|---|---|---|---|---|---|---|"]
+    for r in t.itertuples():
+        sel = "n/a" if r.selection_method is None else f"{_fmt(r.selection)} ({r.selection_method})"
+        orc = "n/a" if r.oracle_tuned_method is None else f"{_fmt(r.oracle_tuned)} ({r.oracle_tuned_method})"
+        L.append(f"| {r.dataset} | {r.epsilon:g} | {_fmt(r.default)} ± {_fmt(r.default_se, 2)} | {orc} | "
+                 f"{_fmt(r.oracle_tuned_ratio)}x | {sel} | {_fmt(r.selection_ratio)}x |")
+    ratio = t["oracle_tuned_ratio"].astype(float)
+    ratio = ratio[np.isfinite(ratio)]
+    if len(ratio):
+        L += ["", f"The library default is within {NEAR_ORACLE:g}x of the oracle-tuned best in "
+              f"{int((ratio <= NEAR_ORACLE).sum())} of "
+              f"{len(ratio)} cells and within 2x in {int((ratio <= 2).sum())} (median {_fmt(float(ratio.median()))}x, "
+              f"max {_fmt(float(ratio.max()))}x)."]
     return L
 
 
