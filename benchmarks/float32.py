@@ -35,7 +35,7 @@ float32). The T set is bounded by cost (a step of 4 runs costs ~10-13 ms float64
 in float32 on one core): a probe of :data:`LONG_PROBE_T` steps per cell first estimates the whole
 check, which stops before it starts if that exceeds ``--long-max-minutes``.
 
-    python benchmarks/float32.py [--datasets a1a synthetic adult protein] [--seeds 8] [--skip-speed]
+    python benchmarks/float32.py [--datasets a1a synthetic adult protein] [--seeds 8] [--skip-speed] [--add]
     python benchmarks/float32.py --long [--long-runs a1a:9600 adult:38400] [--long-max-minutes 20]
 """
 
@@ -157,6 +157,17 @@ def accuracy(datasets: list[str], seeds: list[int], grid: dict) -> tuple[list[di
                 print(f"{name} eps={eps:g} {method} T={entry['T']}: diff {diff:.3g} se {se:.3g} "
                       f"ratio {cells[-1]['ratio']:.3g} time x{cells[-1]['update_time_ratio']:.2f}", flush=True)
     return runs, cells
+
+
+def kept_rows(name: str, rerun: list[str], seeds: int) -> list[dict]:
+    """The rows of results CSV ``name`` of the datasets not in ``rerun`` (``--add``), numbers parsed; an
+    earlier run with another seed count is refused (its cells would not be comparable)."""
+    with open(common.RESULTS_DIR / name, newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["dataset"] not in rerun]
+    if "seeds" in (rows[0] if rows else {}) and {int(r["seeds"]) for r in rows} != {seeds}:
+        raise SystemExit(f"--add: {name} was computed with other seeds; rerun every dataset")
+    text, integer = {"dataset", "method"}, {"T", "seeds", "seed"}
+    return [{k: v if k in text else int(v) if k in integer else float(v) for k, v in r.items()} for r in rows]
 
 
 def verdicts(cells: list[dict]) -> list[dict]:
@@ -349,6 +360,8 @@ def main():
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=7, help="interleaved repetitions of the speed part")
     ap.add_argument("--skip-speed", action="store_true", help="keep the speed CSV of an earlier run")
+    ap.add_argument("--add", action="store_true",
+                    help="keep the accuracy rows of the datasets not given (an earlier run's, same seeds and T)")
     ap.add_argument("--long", action="store_true", help="run only the long-T DP-GD check (c)")
     ap.add_argument("--long-runs", nargs="+", metavar="DATASET:T",
                     default=[f"{name}:{T}" for name, Ts in LONG_RUNS.items() for T in Ts])
@@ -372,6 +385,10 @@ def main():
         if not args.skip_speed:
             common.write_csv("float32_speed.csv", speed(args.repeats))
         runs, cells = accuracy(args.datasets, list(range(args.seeds)), grid)
+    if args.add:
+        runs, cells = (kept_rows(name, args.datasets, args.seeds) + new
+                       for name, new in (("float32_runs.csv", runs), ("float32_accuracy.csv", cells)))
+    datasets = list(dict.fromkeys(c["dataset"] for c in cells))
     common.write_csv("float32_runs.csv", runs)
     common.write_csv("float32_accuracy.csv", cells)
     summary = verdicts(cells)
@@ -389,7 +406,7 @@ def main():
                           ["dataset", "source", "n", "d", "pass", "float64_ms", "float32_ms", "ratio", "paired_ratio"],
                           {"float64_ms": ".3f", "float32_ms": ".3f", "ratio": ".2f", "paired_ratio": ".2f"}), "",
           f"**Accuracy** (`float32_accuracy.csv` per cell, `float32_runs.csv` per run): datasets "
-          f"{', '.join(args.datasets)}; epsilon {', '.join(f'{e:g}' for e in EPSILONS)}; seeds 0..{args.seeds - 1} "
+          f"{', '.join(datasets)}; epsilon {', '.join(f'{e:g}' for e in EPSILONS)}; seeds 0..{args.seeds - 1} "
           "under both precisions (same noise draws); T = the largest T of each method's grid in config/config.yaml "
           f"({used_T}). `max_ratio` = the largest over epsilons of "
           "|mean float32 - mean float64| / s.e. (float64, ddof=1); float32 is safe where it is < "

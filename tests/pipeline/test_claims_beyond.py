@@ -247,3 +247,26 @@ def test_library_default_against_the_tuned_tracks():
     assert "The library's default (lib, no tuning): within 1.25x of the oracle-tuned best in 1 of 2 cells" in line
     no_default = {"repetitions": 8, "fixed": {"methods": {"gd": cfg["fixed"]["methods"]["gd"]}}}
     assert "library's default" not in "\n".join(tracks_section(full, no_default))
+
+
+def test_tight_ranking_compares_like_with_like():
+    """Under gdp hess-clip (0.018) beats dp-gd-tail (0.019), which wins under bs16 (0.020); dp-gd-s8 has no gdp
+    row so it is left out of both rankings; objpert has the same loss under both (its own tight profile)."""
+    from dpnewton.pipeline.claims.beyond import tight_ranking
+    from dpnewton.pipeline.claims.report import _tight_section
+
+    best = pd.concat([_best(), pd.DataFrame([
+        _row("dp-gd", "dp-gd", 0.035, 0.002, 4800, conv="gdp"),
+        _row("dp-gd-tail", "dp-gd", 0.019, 0.001, 9600, {"average": "tail"}, conv="gdp"),
+        _row("hess-clip", "hess-clip", 0.018, 0.001, 16, conv="gdp"),
+        _row("objpert", "objpert", 0.025, 0.001, 1), _row("objpert", "objpert", 0.025, 0.001, 1, conv="gdp"),
+        _row("dp-gd-oracle", "dp-gd-oracle", 0.0005, 0.0001, 100, conv="gdp")])], ignore_index=True)
+    (r,) = tight_ranking(best, "bs16", "gdp").itertuples()
+    # dp-gd, dp-gd-tail, hess-clip, objpert, qu-clip (only its gdp row: not in both) -> 4 configurations
+    assert r.configurations == 4 and (r.protocol_best, r.protocol_excess) == ("dp-gd-tail", 0.020)
+    assert (r.tight_best, r.tight_excess, r.runner_up, r.runner_up_excess) == ("hess-clip", 0.018, "dp-gd-tail", 0.019)
+    assert r.changed
+    text = "\n".join(_tight_section(tight_ranking(best, "bs16", "gdp"), {"a": "bs16", "c": "gdp"}))
+    assert "| a1a | 1 | 4 | dp-gd-tail | 0.02 | hess-clip | 0.018 ± 0.001 | dp-gd-tail | 0.019 | yes |" in text
+    assert text.endswith("The winning method changes in 1 of 1 cells.")
+    assert _tight_section(tight_ranking(_best()[_best()["conversion"] == "bs16"], "bs16", "gdp"), {}) == []

@@ -104,6 +104,37 @@ def beyond_table(best: pd.DataFrame, conversion: str, costs: dict, dims: dict, b
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+TIGHT_COLUMNS = ["dataset", "epsilon", "configurations", "protocol_best", "protocol_excess", "tight_best",
+                 "tight_excess", "tight_se", "runner_up", "runner_up_excess", "changed"]
+
+
+def tight_ranking(best: pd.DataFrame, protocol: str, tight: str) -> pd.DataFrame:
+    """Accounting on equal terms: per (dataset, epsilon), the best configuration when every method is
+    accounted under ``tight`` (the claims' tight conversion) beside the best under ``protocol``, both over
+    the same configurations (those with rows under both; excluded as in :func:`beyond_table`: non-private
+    steps and the explosion reset), with the runner-up of another method under ``tight`` and whether the
+    winner changed. A method calibrated by its own tight (epsilon, delta) profile (objective perturbation)
+    has the same rows under both: its competitors gain, it does not."""
+    b = best.assign(base=lambda f: base_of(f))
+    b = b[~is_reset(b) & ~b["base"].map(role).eq("non-private step")]
+    both = set(b.loc[b["conversion"] == tight, "algorithm"]) & set(b.loc[b["conversion"] == protocol, "algorithm"])
+    b = b[b["algorithm"].isin(both)]
+    rows = []
+    for (ds, eps), cell in b.groupby(["dataset", "epsilon"], sort=True):
+        p, t = _argmin(cell[cell["conversion"] == protocol]), _argmin(cell[cell["conversion"] == tight])
+        if p is None or t is None:
+            continue
+        others = cell[(cell["conversion"] == tight) & (cell["base"] != t["base"])]
+        r = _argmin(others)
+        rows.append({"dataset": ds, "epsilon": float(eps), "configurations": int(cell["algorithm"].nunique()),
+                     "protocol_best": p["algorithm"], "protocol_excess": float(p["excess_loss_mean"]),
+                     "tight_best": t["algorithm"], "tight_excess": float(t["excess_loss_mean"]),
+                     "tight_se": float(t["excess_loss_se"]), "runner_up": None if r is None else r["algorithm"],
+                     "runner_up_excess": float("nan") if r is None else float(r["excess_loss_mean"]),
+                     "changed": p["base"] != t["base"]})
+    return pd.DataFrame(rows, columns=TIGHT_COLUMNS)
+
+
 def _second_order(so, avg, rec: dict, costs: dict, dims: dict, baseline: str) -> dict:
     """The per-side fields (:data:`SIDE_FIELDS`) of one cell's best second-order configuration ``so``
     against the cell's best (``rec``) and averaged DP-GD (``avg``, None if the cell has none)."""

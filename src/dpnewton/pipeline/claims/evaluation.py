@@ -16,7 +16,7 @@ import pandas as pd
 from ...privacy import epsilon_to_rho
 from ..frontier import crossover, dims_from_baseline, to_long
 from ..timing import cost_lookup, runtime_column
-from .beyond import beyond_table
+from .beyond import beyond_table, tight_ranking
 from .cells import (SETTING_CONVERSION, SETTINGS, base_of, cell_row, is_paper_configuration, is_reset,
                     setting_cells)
 from .paper import PAPER_TABLE1, PaperClaim, paper_claim
@@ -103,7 +103,8 @@ def evaluate(runs, summary, best, baseline, curves, costs, claims: dict,
                   "methods": tuple(full["base"].unique()),
                   "timing_tolerance": tol, "tuning_budget": tuning_budget(best, claims["protocol_conversion"]),
                   "beyond": beyond_table(full, claims["protocol_conversion"], cost_lookup(costs),
-                                         dims_from_baseline(baseline), base_alg)})
+                                         dims_from_baseline(baseline), base_alg),
+                  "tight": tight_ranking(full, claims["protocol_conversion"], claims["tight_conversion"])})
     return with_timing_check(with_cap_check(verdicts, continued), timed), extra
 
 

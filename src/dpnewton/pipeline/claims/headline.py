@@ -194,6 +194,11 @@ def headline(verdicts: pd.DataFrame, extra: dict, conversion: str) -> list[str]:
     beyond = extra.get("beyond")
     if beyond is not None and len(beyond):
         L += best_lines(beyond, conversion, extra["methods"])
+    tight = extra.get("tight")
+    if tight is not None and len(tight):
+        L.append(f"* **On equal accounting terms** (every method under `{extra['conv']['c']}`, objective perturbation "
+                 f"by its own tight profile; {len(tight)} cells): best {_counts(tight['tight_best'])}; the winning "
+                 f"method differs from the `{conversion}` ranking in {int(tight['changed'].sum())}.")
     winners = extra.get("budget_winner")
     if winners is not None and len(winners):
         L += budget_lines(winners, extra["methods"])
