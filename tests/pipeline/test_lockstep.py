@@ -23,7 +23,7 @@ from dpnewton.io import DamagedFileError
 from dpnewton.pipeline import jobs
 from dpnewton.pipeline.aggregate import check_job_rows
 from dpnewton.pipeline.config import expand, load_config
-from dpnewton.pipeline.plan import Job, group_jobs, job_members, share_trajectories, trajectories
+from dpnewton.pipeline.plan import Job, group_jobs, job_description, job_members, share_trajectories, trajectories
 from dpnewton.pipeline.scheduling import estimated_cost, run_values
 from tests.pipeline.test_t_search import _run, _sorted, prepared  # noqa: F401 (prepared: the fixture)
 
@@ -175,8 +175,11 @@ def test_job_grouping_algorithm_gives_one_job_per_dataset_algorithm_and_chunk():
         f"{a}/{c}/eps~{e}" for a, c, e in (("hess-clip", "bs16", "0.1"), ("hess-clip", "bs16", "1"),
                                            ("hess-clip-gf0.5", "bs16", "0.1"), ("hess-clip-gf0.5", "bs16", "1"),
                                            ("hess-clip", "gdp", "0.1"), ("hess-clip", "gdp", "1"))]
-    # a group of one job keeps its spec (and hash)
-    assert "members" not in plan.job_index[("synthetic", "aop", "bs16", "1", "0-1")].spec
+    # a group of one job keeps its spec (and hash); the messages name what each job runs
+    lone = plan.job_index[("synthetic", "aop", "bs16", "1", "0-1")].spec
+    assert "members" not in lone and job_description(lone) == "aop on synthetic, eps=1 (bs16)"
+    assert job_description(plan.job_index[("synthetic", "hess-clip", "bs16", "0.1", "0-1")].spec) == (
+        "hess-clip, hess-clip-gf0.5 on synthetic, eps=0.1, 1 (bs16, gdp)")
 
 
 def test_a_lockstep_rows_file_is_checked_per_configuration_conversion_and_epsilon():

@@ -218,6 +218,11 @@ def job_spec(wildcards):
     return plan().job_index[key].spec
 
 
+def job_label(wildcards):
+    """The job's message: every configuration, epsilon and conversion it runs (a grouped job runs several)."""
+    return dpnewton("pipeline.plan").job_description(job_spec(wildcards))
+
+
 def all_job_rows(wildcards=None):
     return [f"{j.stem}.csv" for j in plan().jobs]
 

@@ -18,7 +18,8 @@ rule run_job:
     threads: 1
     params:
         spec=job_spec,
+        label=job_label,
     message:
-        "{wildcards.algorithm} on {wildcards.dataset}, eps={wildcards.eps} ({wildcards.conversion}), seeds {wildcards.chunk}"
+        "{params.label}, seeds {wildcards.chunk}"
     script:
         "../scripts/run_job.py"

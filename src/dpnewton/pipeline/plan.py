@@ -445,6 +445,18 @@ def job_members(spec: dict) -> dict[str, dict]:
                                 "hyper": hyper, "iterations": list(spec["iterations"]), "extend": spec.get("extend")}}
 
 
+def job_description(spec: dict) -> str:
+    """What a job runs, for its Snakemake message: its dataset, configurations, epsilons and conversions
+    (a grouped job lists them all, :func:`group_jobs`)."""
+    members = job_members(spec).values()
+
+    def listed(values) -> str:
+        return ", ".join(dict.fromkeys(str(v) for v in values))
+
+    return (f"{listed(m['algorithm'] for m in members)} on {spec['dataset']}, "
+            f"eps={listed(m['eps_label'] for m in members)} ({listed(m['conversion'] for m in members)})")
+
+
 def trajectories(spec: dict) -> dict[str, list[str]]:
     """{trajectory: the keys of the :func:`job_members` that share it}: members of one conversion and epsilon
     whose hyper-parameters differ at most in ``average`` run one trajectory per (seed, T), which releases
