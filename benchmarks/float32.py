@@ -419,7 +419,9 @@ def main():
                                     "min_se", "max_evaluation_error", "update_time_ratio", "verdict", "seeds"],
                           {"max_ratio": ".3g", "max_seed_difference": ".2e", "min_se": ".2e",
                            "max_evaluation_error": ".2e", "update_time_ratio": ".2f"}), "",
-          f"Whole benchmark: {minutes:.1f} min wall."]
+          f"Whole benchmark: {minutes:.1f} min wall" + (
+              f" (this run: {', '.join(args.datasets)}; the other datasets' rows are an earlier run's, kept by "
+              "--add)." if args.add else ".")]
     long_block = long_markdown()   # the last --long run's, from its CSV
     if long_block:
         md += ["", long_block]
