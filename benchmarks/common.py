@@ -40,6 +40,7 @@ SECTIONS = [
     ("memory", "4. Peak memory"),
     ("pipeline", "5. End-to-end pipeline"),
     ("pipeline_claims", "5b. Where a large run's time goes: per-job phases of the claims config"),
+    ("pipeline_claims_a1a", "5b'. The current claims config on a1a alone: wall time and per-job phases"),
     ("pipeline_paper_synthetic", "5c. The paper config on synthetic: wall time and per-job phases"),
     ("pipeline_paper_a1a", "5d. The paper config on a1a: wall time and per-job phases"),
     ("pipeline_paper_protein", "5e. The paper config on protein: wall time and per-job phases"),
@@ -263,8 +264,9 @@ def write_readme() -> None:
         if sec.exists():
             envf = RESULTS_DIR / f"{name}.env.json"
             when = json.loads(envf.read_text())["date_utc"] if envf.exists() else "?"
-            if name.startswith("pipeline_paper_"):
-                script = f"pipeline.py --analyze RUN_DIR --config config/paper.yaml --tag {name}"
+            if name.startswith(("pipeline_paper_", "pipeline_claims_")):
+                config = "paper" if name.startswith("pipeline_paper_") else "claims"
+                script = f"pipeline.py --analyze RUN_DIR --config config/{config}.yaml --tag {name}"
             else:
                 script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b",
                           "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml",
