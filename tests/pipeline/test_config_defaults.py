@@ -85,14 +85,14 @@ def test_filling_matches_snakemake_validate(name):
 def test_hashes_unchanged():
     """Known answers (coerce_cli_values + snakemake.utils.validate(config, schema) as common.smk does,
     then expand(check_data=False), protocol_summary and config_hash of each job spec; the extension
-    rules carry ``probe_first_seed``; DP-GD's two epsilons are one lockstep job). A change here means
+    rules carry ``probe_first_seed``; DP-GD's two epsilons are one grouped (lockstep) job). A change here means
     published runs lose their checkpoints and their protocol.json hash."""
     cfg = pc.load_config(copy.deepcopy(SMALL))
     plan = pc.expand(cfg, check_data=False)
     assert pc.protocol_summary(plan)["config_hash"] == "c2feaf2780c9"
     assert {"/".join(j.key): pc.config_hash(j.spec) for j in plan.jobs} == {
         "synthetic/hess-clip/bs16/1/0-1": "c05c678785e6", "synthetic/hess-clip/bs16/10/0-1": "65368fa27425",
-        "synthetic/dp-gd/bs16/1/0-1": "b8020e84ee1e"}
+        "synthetic/dp-gd/bs16/1/0-1": "0e84851c8b59"}
     # expand() on a config that was not loaded: same jobs, protocol hash of the config as passed
     raw_plan = pc.expand(copy.deepcopy(SMALL), check_data=False)
     assert pc.protocol_summary(raw_plan)["config_hash"] == "716161e7a6d5"

@@ -84,8 +84,8 @@ def _with(path: str, value):
 # relevant jsonschema error (best_match) rewritten by dpnewton.pipeline.schema; NaN and infinity are
 # rejected by its check_finite (JSON schema's bounds let NaN through); the rest by check_config/expand.
 TOP_KEYS = ("algorithms, allow_download, claims, conversion, conversion_study, curves, data_dir, datasets, delta, "
-            "epsilons, figures, grids, holdout, missing_algorithms, precision, publish_figures, seeds, seeds_per_job, "
-            "table1, timing, tracks, tuning")
+            "epsilons, figures, grids, holdout, job_grouping, missing_algorithms, precision, publish_figures, seeds, "
+            "seeds_per_job, table1, timing, tracks, tuning")
 SEEDS = "set seeds to an integer >= 1, or a non-empty list of distinct integers >= 0"
 HOLDOUT = "set holdout to a number >= 0 and < 1, or null"
 CONFIG_CASES = {
