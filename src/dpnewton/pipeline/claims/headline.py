@@ -19,7 +19,7 @@ from ..frontier import MEASURE_LABELS, members
 from .beyond import TARGETS, WHOSE, target_counts
 from .cells import SETTINGS, by_whose, is_paper_method
 from .cost import REFERENCE_CORES
-from .tuning_tracks import (NEAR_ORACLE, TRACK_COLUMNS, cell_winners, library_default_label,
+from .tuning_tracks import (NEAR_ORACLE, TRACK_COLUMNS, cell_winners, default_ratios, library_default_label,
                             library_default_table, not_better_than_trivial)
 from .verdict import NA, NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
@@ -170,9 +170,7 @@ def tracks_lines(tracks: pd.DataFrame, default_label: str | None = None) -> list
             cells = ", ".join(f"{r.method} on {_cell(r.dataset, r.epsilon)}" for r in worse.itertuples())
             out.append(f"  The privately selected model is no better than w = 0 in {len(worse)} of {rated} "
                        "(method, cell) pairs" + (f" ({cells})." if len(worse) else "."))
-    t = library_default_table(tracks, default_label) if default_label else pd.DataFrame()
-    ratio = t["oracle_tuned_ratio"].astype(float) if len(t) else pd.Series(dtype=float)
-    ratio = ratio[np.isfinite(ratio)]
+    ratio = default_ratios(library_default_table(tracks, default_label) if default_label else pd.DataFrame())
     if len(ratio):
         out.append(f"  The library's default ({default_label}, no tuning): within {NEAR_ORACLE:g}x of the "
                    f"oracle-tuned best in {int((ratio <= NEAR_ORACLE).sum())} of {len(ratio)} cells, median "

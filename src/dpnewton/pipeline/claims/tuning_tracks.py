@@ -181,14 +181,18 @@ def library_default_lines(table: pd.DataFrame, label: str | None) -> list[str]:
         orc = "n/a" if r.oracle_tuned_method is None else f"{_fmt(r.oracle_tuned)} ({r.oracle_tuned_method})"
         L.append(f"| {r.dataset} | {r.epsilon:g} | {_fmt(r.default)} ± {_fmt(r.default_se, 2)} | {orc} | "
                  f"{_fmt(r.oracle_tuned_ratio)}x | {sel} | {_fmt(r.selection_ratio)}x |")
-    ratio = t["oracle_tuned_ratio"].astype(float)
-    ratio = ratio[np.isfinite(ratio)]
+    ratio = default_ratios(t)
     if len(ratio):
         L += ["", f"The library default is within {NEAR_ORACLE:g}x of the oracle-tuned best in "
-              f"{int((ratio <= NEAR_ORACLE).sum())} of "
-              f"{len(ratio)} cells and within 2x in {int((ratio <= 2).sum())} (median {_fmt(float(ratio.median()))}x, "
-              f"max {_fmt(float(ratio.max()))}x)."]
+              f"{int((ratio <= NEAR_ORACLE).sum())} of {len(ratio)} cells and within 2x in "
+              f"{int((ratio <= 2).sum())} (median {_fmt(float(ratio.median()))}x, max {_fmt(float(ratio.max()))}x)."]
     return L
+
+
+def default_ratios(table: pd.DataFrame) -> pd.Series:
+    """The finite ratios library default / oracle-tuned best of a :func:`library_default_table`."""
+    ratio = table["oracle_tuned_ratio"].astype(float) if len(table) else pd.Series(dtype=float)
+    return ratio[np.isfinite(ratio)]
 
 
 #: the tracks' loss columns of the comparison table, in the report's order
