@@ -55,6 +55,7 @@ SECTIONS = [
     ("float32", "12. float32 products: pass speed and the shift of mean excess losses per method and dataset"),
     ("t_search_replay",
      "13. T-grid search with a seed-0 probe per extension round, replayed on the claims run's losses"),
+    ("verdict_changes", "14. Verdicts of a new claims run against the published report"),
 ]
 
 
@@ -271,7 +272,8 @@ def write_readme() -> None:
                 script = {"table1_b": "table1.py --seeds 3 --datasets adult protein covertype --tag _b",
                           "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml",
                           "batching_width": "batching.py --widths",
-                          "batching_lockstep": "batching.py --lockstep"}.get(name, f"{name}.py")
+                          "batching_lockstep": "batching.py --lockstep",
+                          "verdict_changes": "verdict_changes.py RUN_DIR"}.get(name, f"{name}.py")
             origin = (f"_Hand-written note (no script), {when}._" if name == "history"
                       else f"_Script `python benchmarks/{script}`, run {when}._")
             parts += [f"## {title}", "", origin, "", sec.read_text().rstrip(), ""]
