@@ -127,3 +127,26 @@ def test_fractional_rdp_lower_bounds_hold():
         lower = acc._fractional_rdp_lower(orders[~is_int], orders[is_int], rdp[is_int])
         assert np.all(lower <= rdp[~is_int] * (1 + 1e-12))
         assert np.mean(lower > 0.5 * rdp[~is_int]) > 0.75  # not vacuous (they are 0 below order 2)
+
+
+def _full_grid_root(mechanism_weights, steps, epsilon, delta):
+    """Brent's method on log c with every evaluation on the whole grid (the reference search)."""
+    from scipy import optimize
+
+    f = lambda lc: _full_grid_epsilon([(q, math.exp(lc) * w) for q, w in mechanism_weights], steps,  # noqa: E731
+                                      delta)[0] - epsilon
+    return optimize.brentq(f, -10.0, 10.0, xtol=1e-14, rtol=1e-13, maxiter=200)
+
+
+@pytest.mark.parametrize("qs, weights, steps, epsilon, delta", [
+    ((0.1, 0.1), (1.195, 1.826), 160, 1.0, 3.9e-7),     # optimal order 23
+    ((0.1, 0.1), (1.195, 1.826), 640, 10.0, 3.9e-7),    # fractional optimal order 3.9
+    ((0.1,), (1.0,), 40, 0.05, 1e-6),                   # optimal order in the geometric tail (> 256)
+    ((0.0193,), (1.0,), 452, 4.32, 1e-9)])               # fractional optimal order 7.1
+def test_root_searched_on_order_subsets_is_the_whole_grid_root(qs, weights, steps, epsilon, delta):
+    cal = acc._calibrate.__wrapped__(qs, weights, steps, epsilon, delta)
+    log_c = math.log(cal.multipliers[0] / weights[0])
+    assert abs(log_c - _full_grid_root(list(zip(qs, weights)), steps, epsilon, delta)) <= 1e-12
+    eps, order = _full_grid_epsilon(list(zip(qs, cal.multipliers)), steps, delta)
+    assert (eps, order) == (cal.accountant_epsilon, cal.optimal_order)
+    assert eps <= epsilon and epsilon - eps <= 1e-11 * epsilon

@@ -24,10 +24,12 @@ Order grid (:data:`DEFAULT_ORDERS`; dp-accounting's default grid is too coarse f
     geometrically spaced integers up to 2e4 (enough for epsilon >= 0.01 at delta >= 1e-12). The
     optimal order of every (q, z, T) we calibrate is recorded; an optimum at the upper grid edge is
     flagged in the event.
-    Cost: a calibration takes ~13 evaluations of epsilon, each ~25-50 ms (the fractional orders
-    that provably cannot hold the minimum are skipped, see :func:`composed_epsilon`: 0.57 s per
-    calibration instead of 0.83 s in the same process); calibrations are cached
-    (``functools.lru_cache``), since every seed of a configuration uses the same one.
+    Cost: an evaluation of epsilon on the whole grid takes ~25-50 ms (the fractional orders that
+    provably cannot hold the minimum are skipped, see :func:`composed_epsilon`); the root search
+    runs on subsets of the grid and needs one or two whole-grid evaluations (:func:`_calibrate`:
+    3.5x less CPU than a search on the whole grid over 15 varied calibrations, same root to 1e-13);
+    calibrations are cached (``functools.lru_cache``), since every seed of a configuration uses the
+    same one.
 
 Calibration
     epsilon(c) is continuous and decreasing in the noise scale c. Brent's method on log c finds
@@ -241,29 +243,63 @@ def calibration_event(cal: Calibration, mechanism: str, names: tuple[str, ...], 
                                    f"{DEFAULT_ORDERS.max():.3g}] (dense grid)", ACCOUNTANT, tuple(extra.items()))
 
 
+#: Root search on a subset of the order grid (:func:`_calibrate`): every COARSE_STRIDE-th order of the sorted
+#: grid first, then the WINDOW orders on each side of the subset's optimum.
+COARSE_STRIDE, WINDOW = 8, 12
+_SORTED_ORDERS = np.sort(DEFAULT_ORDERS)
+_COARSE_ORDERS = np.union1d(_SORTED_ORDERS[::COARSE_STRIDE], _SORTED_ORDERS[-1:])
+
+
+def _order_window(order: float) -> np.ndarray:
+    """The grid orders within WINDOW positions of ``order`` (a grid order) in the sorted grid."""
+    i = int(np.searchsorted(_SORTED_ORDERS, order))
+    return _SORTED_ORDERS[max(0, i - WINDOW): i + WINDOW + 1]
+
+
 @functools.lru_cache(maxsize=256)
 def _calibrate(qs: tuple, weights: tuple, steps: int, epsilon: float, delta: float) -> Calibration:
-    def eps_of(log_c: float) -> tuple[float, float]:
-        c = math.exp(log_c)
-        return composed_epsilon([(q, c * w) for q, w in zip(qs, weights)], steps, delta)
+    """The smallest common scale c meeting (epsilon, delta), found on subsets of the order grid.
 
-    f = lambda lc: eps_of(lc)[0] - epsilon  # noqa: E731  decreasing in log c
-    lo, hi = 0.0, 0.0
-    while f(hi) > 0:
-        hi += 1.0
-    lo = hi - 1.0
-    while f(lo) <= 0:
-        lo -= 1.0
-        if lo < -40:
-            raise ValueError(f"epsilon={epsilon!r} is met by any noise multiplier; nothing to calibrate")
-    root = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=1e-13, maxiter=200)
-    eps, order = eps_of(root)
+    For any subset S of the grid, eps_S(c) (the minimum over S) >= eps(c) (over the whole grid). If
+    the whole grid's optimal order at the root c_S of eps_S(c) = epsilon lies in S, then
+    eps(c_S) = eps_S(c_S) = epsilon, and c_S is the whole grid's root (eps is decreasing in c). So the
+    root is searched on every COARSE_STRIDE-th order (loosely), then tightly on the window around
+    that subset's optimum, and accepted once one evaluation on the whole grid confirms its optimal
+    order lies in the window (else the window moves there; after 8 moves, the whole grid). The
+    result is the whole grid's root to Brent's tolerance at about a fifth of the evaluations' cost.
+    """
+    def eps_of(log_c: float, orders=None) -> tuple[float, float]:
+        c = math.exp(log_c)
+        return composed_epsilon([(q, c * w) for q, w in zip(qs, weights)], steps, delta, orders)
+
+    def root(orders, xtol: float) -> float:
+        f = lambda lc: eps_of(lc, orders)[0] - epsilon  # noqa: E731  decreasing in log c
+        hi = 0.0
+        while f(hi) > 0:
+            hi += 1.0
+        lo = hi - 1.0
+        while f(lo) <= 0:
+            lo -= 1.0
+            if lo < -40:
+                raise ValueError(f"epsilon={epsilon!r} is met by any noise multiplier; nothing to calibrate")
+        return optimize.brentq(f, lo, hi, xtol=xtol, rtol=max(xtol, 1e-13), maxiter=200)
+
+    window = _order_window(eps_of(root(_COARSE_ORDERS, 1e-3), _COARSE_ORDERS)[1])
+    for _ in range(8):
+        log_c = root(window, 1e-14)
+        eps, order = eps_of(log_c)
+        if order in window:
+            break
+        window = _order_window(order)
+    else:
+        log_c = root(None, 1e-14)
+        eps, order = eps_of(log_c)
     k = 0
     while eps > epsilon:  # never exceed the target: step the scale up
         k += 1
-        root += 1e-13 * k
-        eps, order = eps_of(root)
-    c = math.exp(root)
+        log_c += 1e-13 * k
+        eps, order = eps_of(log_c)
+    c = math.exp(log_c)
     return Calibration(qs, tuple(c * w for w in weights), steps, float(epsilon), float(delta), eps, order,
                        weights, bool(order >= DEFAULT_ORDERS.max()))
 
