@@ -56,6 +56,7 @@ SECTIONS = [
     ("t_search_replay",
      "13. T-grid search with a seed-0 probe per extension round, replayed on the claims run's losses"),
     ("verdict_changes", "14. Verdicts of a new claims run against the published report"),
+    ("cap_study", "15. A lower shared T cap replayed on a claims run: verdicts, best T and update time"),
 ]
 
 
@@ -273,7 +274,8 @@ def write_readme() -> None:
                           "pipeline_claims": "pipeline.py --analyze RUN_DIR --config config/claims.yaml",
                           "batching_width": "batching.py --widths",
                           "batching_lockstep": "batching.py --lockstep",
-                          "verdict_changes": "verdict_changes.py RUN_DIR"}.get(name, f"{name}.py")
+                          "verdict_changes": "verdict_changes.py RUN_DIR",
+                          "cap_study": "cap_study.py RUN_DIR --caps 38400 19200 9600 4800 --config CONFIG"}.get(name, f"{name}.py")
             origin = (f"_Hand-written note (no script), {when}._" if name == "history"
                       else f"_Script `python benchmarks/{script}`, run {when}._")
             parts += [f"## {title}", "", origin, "", sec.read_text().rstrip(), ""]
