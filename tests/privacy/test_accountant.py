@@ -150,3 +150,15 @@ def test_root_searched_on_order_subsets_is_the_whole_grid_root(qs, weights, step
     eps, order = _full_grid_epsilon(list(zip(qs, cal.multipliers)), steps, delta)
     assert (eps, order) == (cal.accountant_epsilon, cal.optimal_order)
     assert eps <= epsilon and epsilon - eps <= 1e-11 * epsilon
+
+
+@pytest.mark.parametrize("window", [0, 1])
+def test_root_is_the_whole_grid_root_when_the_window_has_to_move(monkeypatch, window):
+    # a window of one or three orders rarely holds the whole grid's optimum at its root: the search
+    # moves the window (or, after 8 moves, searches the whole grid) and still returns the whole grid's root
+    monkeypatch.setattr(acc, "WINDOW", window)
+    args = ((0.1, 0.1), (1.195, 1.826), 640, 10.0, 3.9e-7)
+    cal = acc._calibrate.__wrapped__(*args)
+    log_c = math.log(cal.multipliers[0] / 1.195)
+    assert abs(log_c - _full_grid_root([(0.1, 1.195), (0.1, 1.826)], 640, 10.0, 3.9e-7)) <= 1e-12
+    assert cal.accountant_epsilon <= 10.0
