@@ -275,7 +275,8 @@ def write_readme() -> None:
                           "batching_width": "batching.py --widths",
                           "batching_lockstep": "batching.py --lockstep",
                           "verdict_changes": "verdict_changes.py RUN_DIR",
-                          "cap_study": "cap_study.py RUN_DIR --caps 38400 19200 9600 4800 --config CONFIG"}.get(name, f"{name}.py")
+                          "cap_study": "cap_study.py RUN_DIR --caps 38400 19200 9600 4800 --config CONFIG",
+                          }.get(name, f"{name}.py")
             origin = (f"_Hand-written note (no script), {when}._" if name == "history"
                       else f"_Script `python benchmarks/{script}`, run {when}._")
             parts += [f"## {title}", "", origin, "", sec.read_text().rstrip(), ""]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,24 @@ from dpnewton.algorithms.optimum import find_optimum
 from dpnewton.loss import LogisticProblem
 
 SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(name: str):
+    """benchmarks/<name>.py as a module. The scripts import their siblings (common.py, ...) by name from
+    their own folder; those names are removed from sys.modules afterwards (the module keeps its
+    references), so that no other test sees them."""
+    before = set(sys.modules)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+        for sibling in {p.stem for p in BENCHMARKS.glob("*.py")} & (set(sys.modules) - before):
+            sys.modules.pop(sibling)
+    return module
 
 
 def make_problem(n: int = 400, d: int = 6, seed: int = 0, scale: float = 1.0) -> LogisticProblem:

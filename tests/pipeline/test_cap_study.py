@@ -1,31 +1,15 @@
 """benchmarks/cap_study.py: the rows a lower pass cap keeps, on hand-made rows whose limits are worked out
 from the cards' pass models (DP-GD: 1 pass per update; the Oracle: 5.5 at n = 1000, d = 10)."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def cs():
-    """The script as a module (it imports common.py and verdict_changes.py from its own folder)."""
-    had = {name: name in sys.modules for name in ("common", "verdict_changes")}
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("cap_study", BENCHMARKS / "cap_study.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-        for name, was in had.items():
-            if not was:
-                sys.modules.pop(name, None)
-    return module
+    return load_benchmark("cap_study")
 
 
 def rows(base, Ts, probe=0):

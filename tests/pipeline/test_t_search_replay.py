@@ -1,30 +1,15 @@
 """benchmarks/t_search_replay.py: the seed-0 probe rule of the T search replayed on recorded rows, on
 hand-made two-seed jobs whose answers are worked out below (factor 2, declared grid {10, 20})."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def replay():
-    """The script as a module (it imports benchmarks/common.py from its own folder)."""
-    had_common = "common" in sys.modules
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("t_search_replay", BENCHMARKS / "t_search_replay.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-        if not had_common:
-            sys.modules.pop("common", None)  # the module keeps its reference; no other test sees the name
-    return module
+    return load_benchmark("t_search_replay")
 
 
 def job(losses: dict[int, tuple[float, float]], rounds: dict[int, int]) -> pd.DataFrame:

@@ -1,30 +1,17 @@
 """benchmarks/verdict_changes.py: two hand-made claims tables whose matched, changed and one-sided rows
 are known."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def vc():
-    """The script as a module (it imports benchmarks/common.py from its own folder)."""
-    had_common = "common" in sys.modules
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("verdict_changes", BENCHMARKS / "verdict_changes.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-        if not had_common:
-            sys.modules.pop("common", None)
-    return module
+    return load_benchmark("verdict_changes")
 
 
 def table(rows):
