@@ -4,9 +4,11 @@ The claims config extends every T grid until its best T is interior or a run wou
 ``max_passes`` (pass-equivalents per run: first + (T - 1) x per update, the card's cost model,
 :func:`dpnewton.pipeline.jobs.pass_capped`). A run's result depends only on its identity (its own
 ``SeedSequence``), and the T search reaches the same T values in the same order under any cap up to the
-point where the cap stops it. So a run of the same config with a lower cap ``C`` holds exactly the rows of
-this run whose T is at most that cap's largest admissible T for their configuration, and its seed-0
-probe can have rejected only a T within that cap (a rejection recorded beyond it is dropped). This
+point where the cap stops it. So a run of the same config with a lower cap ``C`` holds the rows of this
+run whose T is at most that cap's largest admissible T for their configuration (bit for bit, except that
+a lockstep batch of 8 or more runs, whose width a lower cap can change, matches to rounding:
+docs/pipeline.md, Job granularity), and its seed-0 probe can have rejected only a T within that cap (a
+rejection recorded beyond it is dropped). This
 script rebuilds the aggregate tables from those rows (:func:`dpnewton.pipeline.aggregate.summarize`,
 ``best_t``, ``add_cell_stability``, ``best_curves`` from every run's stored curves) and evaluates the
 claims (:func:`dpnewton.pipeline.claims.evaluate`) under the run's own cap and under each lower cap.
@@ -116,7 +118,8 @@ def section(run_dir: Path, own_cap: float, rows: list[dict], changed: dict[int, 
             moved: dict[int, pd.DataFrame], best_changed: dict[int, pd.DataFrame], own_check: dict) -> str:
     both = own_check["both"]
     lines = [f"Run: `{run_dir}` (its cap: {int(own_cap)} pass-equivalents per run); every lower cap replayed on "
-             "its rows (the rows a run with that cap would hold, bit for bit). Check: the verdicts rebuilt here "
+             "its rows (the rows a run with that cap would hold; lockstep batches of 8 or more runs to rounding). "
+             "Check: the verdicts rebuilt here "
              f"from the run's rows under its own cap equal its `results/claims/claims.csv` in "
              f"{int((both['verdict_published'] == both['verdict_new']).sum())} of {len(both)} rows.", "",
              common.md_table(rows, ["max_passes", "rows", "rows_dropped", "update_s_dropped", "update_share_dropped",
