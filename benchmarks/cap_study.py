@@ -40,20 +40,21 @@ import verdict_changes
 from dpnewton.pipeline import aggregate as agg
 from dpnewton.pipeline.claims import evaluate
 from dpnewton.pipeline.config import load_config
-from dpnewton.pipeline.frontier import pass_equivalents
+from dpnewton.pipeline.jobs import pass_capped
 from dpnewton.pipeline.tables import read_table
 
 NAME = "cap_study"
 GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
 TOP_MOVED = 20
+NO_CAP = 2 ** 62
 
 
 def largest_t(max_passes: float, base: str, n: int, d: int, hyper: str) -> float:
-    """The largest T whose run stays within ``max_passes`` (inf for a method without a pass count)."""
-    first, per = pass_equivalents(base, int(n), int(d), json.loads(hyper) if isinstance(hyper, str) else hyper)
-    if not (math.isfinite(first) and math.isfinite(per) and per > 0):
-        return math.inf
-    return float(max(1, int(math.floor((max_passes - first) / per)) + 1))
+    """The largest T whose run stays within ``max_passes`` (:func:`~dpnewton.pipeline.jobs.pass_capped`, the
+    jobs' own rule; inf for a method without a pass count)."""
+    rule = pass_capped({"max_passes": max_passes, "max_iterations": NO_CAP}, base, int(n), int(d),
+                       json.loads(hyper) if isinstance(hyper, str) else hyper)
+    return math.inf if rule["max_iterations"] == NO_CAP else float(rule["max_iterations"])
 
 
 def capped_runs(runs: pd.DataFrame, max_passes: float) -> pd.DataFrame:
