@@ -46,6 +46,8 @@ from dpnewton.pipeline.tables import read_table
 NAME = "cap_study"
 GROUP = ["dataset", "algorithm", "conversion", "epsilon"]
 TOP_MOVED = 20
+SIDES = ("own", "capped")  # verdict_own: under the run's own cap; verdict_capped: under a lower one
+CHECK_SIDES = ("run", "rebuilt")  # the run's claims.csv vs the verdicts rebuilt here from its rows
 NO_CAP = 2 ** 62
 
 
@@ -112,7 +114,7 @@ def cap_row(cap: float, own: dict, capped: dict, changes: dict, best_changes: pd
             "moved_loss_ratio_median": float(ratio.median()) if len(ratio) else float("nan"),
             "moved_loss_ratio_max": float(ratio.max()) if len(ratio) else float("nan"),
             "best_method_changed": len(best_changes),
-            "verdicts": len(both), "verdicts_changed": int((both["verdict_published"] != both["verdict_new"]).sum())}
+            "verdicts": len(both), "verdicts_changed": len(verdict_changes.changed_rows(both, SIDES))}
 
 
 def section(run_dir: Path, own_cap: float, rows: list[dict], changed: dict[int, pd.DataFrame],
@@ -122,7 +124,7 @@ def section(run_dir: Path, own_cap: float, rows: list[dict], changed: dict[int, 
              "its rows (the rows a run with that cap would hold; lockstep batches of 8 or more runs to rounding). "
              "Check: the verdicts rebuilt here "
              f"from the run's rows under its own cap equal its `results/claims/claims.csv` in "
-             f"{int((both['verdict_published'] == both['verdict_new']).sum())} of {len(both)} rows.", "",
+             f"{len(both) - len(verdict_changes.changed_rows(both, CHECK_SIDES))} of {len(both)} rows.", "",
              common.md_table(rows, ["max_passes", "rows", "rows_dropped", "update_s_dropped", "update_share_dropped",
                                     "cells", "cells_best_T_moved", "cells_at_new_cap", "moved_loss_ratio_median",
                                     "moved_loss_ratio_max", "best_method_changed", "verdicts", "verdicts_changed"],
@@ -145,9 +147,9 @@ def section(run_dir: Path, own_cap: float, rows: list[dict], changed: dict[int, 
                                       {"best_excess": ".3g", "best_excess_capped": ".3g"}), ""]
     for cap, frame in changed.items():
         if len(frame):
-            lines += [f"Verdicts that change at cap {cap} (`verdict_published` = under the run's own cap):", "",
+            lines += [f"Verdicts that change at cap {cap} (`verdict_own`: under the run's own cap):", "",
                       common.md_table(frame.sort_values(verdict_changes.KEYS).to_dict("records"),
-                                      verdict_changes.KEYS + ["verdict_published", "verdict_new", "ours_new"]), ""]
+                                      verdict_changes.KEYS + ["verdict_own", "verdict_capped", "ours_capped"]), ""]
     return "\n".join(lines)
 
 
@@ -178,16 +180,17 @@ def main(argv=None) -> None:
                          "the run's config?")
     own = tables(own_runs, curves, baseline)
     own_verdicts, own_beyond = verdicts_of(own, baseline, costs, cfg["claims"])
-    own_check = verdict_changes.compare(pd.read_csv(args.run_dir / verdict_changes.RUN_TABLE), own_verdicts)
+    own_check = verdict_changes.compare(pd.read_csv(args.run_dir / verdict_changes.RUN_TABLE), own_verdicts,
+                                        CHECK_SIDES)
     rows, changed, moved, best_changed = [], {}, {}, {}
     for cap in sorted(args.caps, reverse=True):
         capped = tables(capped_runs(runs, cap), curves, baseline)
         verdicts, beyond = verdicts_of(capped, baseline, costs, cfg["claims"])
-        parts = verdict_changes.compare(own_verdicts, verdicts)
+        parts = verdict_changes.compare(own_verdicts, verdicts, SIDES)
         best_changed[int(cap)] = best_method_changes(own_beyond, beyond)
         rows.append(cap_row(cap, own, capped, parts, best_changed[int(cap)]))
         both = parts["both"]
-        changed[int(cap)] = both[both["verdict_published"] != both["verdict_new"]]
+        changed[int(cap)] = verdict_changes.changed_rows(both, SIDES)
         moved[int(cap)] = moved_cells(own, capped)
         print(f"cap {cap:g}: {rows[-1]}")
     if args.out is not None:

@@ -116,6 +116,21 @@ def environment_markdown(env: dict) -> str:
     return "\n".join(lines)
 
 
+# ---- committed files -----------------------------------------------------------------------------
+def _git(*args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(REPO_DIR), *args], capture_output=True, check=True).stdout
+
+
+def short_commit(ref: str) -> str:
+    """The short hash of ``ref`` in this repository."""
+    return _git("rev-parse", "--short", ref).decode().strip()
+
+
+def committed_file(commit: str, path: str) -> bytes:
+    """The bytes of ``path`` (relative to the repository root) as committed at ``commit``."""
+    return _git("show", f"{commit}:{path}")
+
+
 # ---- problems ------------------------------------------------------------------------------------
 def _a1a_fallback():
     """a1a without the data package: LIBSVM a1a.t -> StandardScaler -> bias column -> from_xy."""

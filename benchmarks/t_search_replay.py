@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -164,8 +163,7 @@ def read_tables(commit: str | None, folder: Path | None) -> tuple[pd.DataFrame, 
     def raw(name: str) -> bytes:
         if folder is not None:
             return (folder / name).read_bytes()
-        return subprocess.run(["git", "-C", str(common.REPO_DIR), "show", f"{commit}:{TABLES}/{name}"],
-                              capture_output=True, check=True).stdout
+        return common.committed_file(commit, f"{TABLES}/{name}")
 
     runs = pd.read_parquet(io.BytesIO(raw("runs.parquet")))
     best = pd.read_csv(io.BytesIO(raw("best_T.csv")))

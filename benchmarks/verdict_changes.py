@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -31,18 +30,21 @@ NAME = "verdict_changes"
 PUBLISHED = "figures/claims/claims.csv"
 RUN_TABLE = Path("results") / "claims" / "claims.csv"
 KEYS = ["claim", "setting", "conversion", "dataset"]
+SIDES = ("published", "new")
 
 
 def published_table(commit: str) -> pd.DataFrame:
     """``figures/claims/claims.csv`` as committed at ``commit``."""
-    text = subprocess.run(["git", "show", f"{commit}:{PUBLISHED}"], cwd=common.REPO_DIR, check=True,
-                          capture_output=True, text=True).stdout
-    return pd.read_csv(io.StringIO(text))
+    return pd.read_csv(io.BytesIO(common.committed_file(commit, PUBLISHED)))
 
 
-def compare(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Matched rows (``both``: old and new verdict and evidence), and the rows only one side has."""
-    for side, frame in (("published", old), ("new", new)):
+def compare(old: pd.DataFrame, new: pd.DataFrame, sides: tuple[str, str] = SIDES) -> dict[str, pd.DataFrame]:
+    """Matched rows and the rows only one side has.
+
+    ``both`` holds ``verdict_<side>`` and ``ours_<side>`` for each of the two ``sides`` (default
+    ``published``, ``new``); ``<side>_only`` holds the keys of the rows only that side has.
+    """
+    for side, frame in zip(sides, (old, new)):
         missing = [k for k in KEYS + ["verdict", "ours"] if k not in frame.columns]
         if missing:
             raise ValueError(f"the {side} claims table has no column(s) {missing}: is it a claims.csv?")
@@ -51,10 +53,15 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, pd.DataFrame]:
             raise ValueError(f"the {side} claims table repeats {int(dup.sum())} (claim, setting, conversion, "
                              "dataset) keys; one row per key is expected")
     merged = old[KEYS + ["verdict", "ours"]].merge(new[KEYS + ["verdict", "ours"]], on=KEYS, how="outer",
-                                                   suffixes=("_published", "_new"), indicator=True)
+                                                   suffixes=tuple(f"_{side}" for side in sides), indicator=True)
     return {"both": merged[merged["_merge"] == "both"].drop(columns="_merge"),
-            "published_only": merged[merged["_merge"] == "left_only"][KEYS],
-            "new_only": merged[merged["_merge"] == "right_only"][KEYS]}
+            f"{sides[0]}_only": merged[merged["_merge"] == "left_only"][KEYS],
+            f"{sides[1]}_only": merged[merged["_merge"] == "right_only"][KEYS]}
+
+
+def changed_rows(both: pd.DataFrame, sides: tuple[str, str] = SIDES) -> pd.DataFrame:
+    """The matched rows whose verdict differs between the two sides."""
+    return both[both[f"verdict_{sides[0]}"] != both[f"verdict_{sides[1]}"]]
 
 
 def _by_claim(rows: pd.DataFrame) -> list[dict]:
@@ -65,7 +72,7 @@ def _by_claim(rows: pd.DataFrame) -> list[dict]:
 
 def section(parts: dict[str, pd.DataFrame], commit: str, run_dir: Path) -> str:
     both = parts["both"]
-    changed = both[both["verdict_published"] != both["verdict_new"]]
+    changed = changed_rows(both)
     lines = [f"Published report: `{PUBLISHED}` at commit `{commit}`; new run: `{run_dir / RUN_TABLE}`.", "",
              f"**{len(both) - len(changed)} of {len(both)} matched rows keep their verdict; {len(changed)} "
              f"changed.** Rows only in the published report: {len(parts['published_only'])}; only in the "
@@ -93,12 +100,11 @@ def main(argv=None) -> None:
     if not table.exists():
         raise SystemExit(f"{table} does not exist: give the folder of a finished claims run "
                          "(snakemake ... --configfile config/claims.yaml)")
-    commit = subprocess.run(["git", "rev-parse", "--short", args.commit], cwd=common.REPO_DIR, check=True,
-                            capture_output=True, text=True).stdout.strip()
+    commit = common.short_commit(args.commit)
     parts = compare(published_table(commit), pd.read_csv(table))
     if args.out is not None:
         common.RESULTS_DIR = args.out
-    rows = parts["both"].assign(changed=parts["both"]["verdict_published"] != parts["both"]["verdict_new"])
+    rows = parts["both"].assign(changed=parts["both"].index.isin(changed_rows(parts["both"]).index))
     common.write_csv(f"{NAME}.csv", rows.to_dict("records"))
     common.write_section(NAME, section(parts, commit, args.run_dir), readme=args.out is None)
     print(f"wrote {common.RESULTS_DIR / (NAME + '.md')}")

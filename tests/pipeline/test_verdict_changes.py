@@ -1,6 +1,7 @@
 """benchmarks/verdict_changes.py: two hand-made claims tables whose matched, changed and one-sided rows
 are known."""
 
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -25,7 +26,7 @@ def test_matched_changed_and_one_sided_rows(vc):
                  ("C1", "c", "x", "holds")])
     parts = vc.compare(old, new)
     assert len(parts["both"]) == 2
-    changed = parts["both"][parts["both"]["verdict_published"] != parts["both"]["verdict_new"]]
+    changed = vc.changed_rows(parts["both"])
     assert changed[["dataset", "verdict_published", "verdict_new"]].values.tolist() == [["y", "partly",
                                                                                          "not reproduced"]]
     assert parts["published_only"]["claim"].tolist() == ["C6"]
@@ -42,3 +43,22 @@ def test_a_repeated_key_or_a_foreign_table_is_refused(vc):
         vc.compare(pd.concat([good, good]), good)
     with pytest.raises(ValueError, match=r"no column\(s\) \['verdict'"):
         vc.compare(good, good.drop(columns="verdict"))
+
+
+def test_named_sides_name_the_columns_and_the_one_sided_rows(vc):
+    old = table([("C1", "a", "x", "holds"), ("C2", "a", "x", "holds")])
+    new = table([("C1", "a", "x", "partly"), ("C3", "a", "x", "holds")])
+    parts = vc.compare(old, new, ("own", "capped"))
+    assert set(parts) == {"both", "own_only", "capped_only"}
+    assert vc.changed_rows(parts["both"], ("own", "capped"))[["verdict_own", "verdict_capped"]].values.tolist() == [
+        ["holds", "partly"]]
+    assert parts["own_only"]["claim"].tolist() == ["C2"] and parts["capped_only"]["claim"].tolist() == ["C3"]
+    with pytest.raises(ValueError, match="the capped claims table"):
+        vc.compare(old, new.drop(columns="ours"), ("own", "capped"))
+
+
+def test_the_published_table_is_read_at_its_commit(vc):
+    """In a clean checkout the committed report's table is the working tree's."""
+    pd.testing.assert_frame_equal(vc.published_table("HEAD"), pd.read_csv(vc.common.REPO_DIR / vc.PUBLISHED))
+    with pytest.raises(subprocess.CalledProcessError):
+        vc.common.committed_file("HEAD", "no/such/file.csv")
