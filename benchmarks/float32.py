@@ -35,8 +35,10 @@ float32). The T set is bounded by cost (a step of 4 runs costs ~10-13 ms float64
 in float32 on one core): a probe of :data:`LONG_PROBE_T` steps per cell first estimates the whole
 check, which stops before it starts if that exceeds ``--long-max-minutes``.
 
-    python benchmarks/float32.py [--datasets a1a synthetic adult protein] [--seeds 8] [--skip-speed] [--add]
-    python benchmarks/float32.py --long [--long-runs a1a:9600 adult:38400] [--long-max-minutes 20]
+    python benchmarks/float32.py [--datasets a1a synthetic adult protein] [--methods ...] [--seeds 8]
+                                 [--skip-speed] [--add]
+    python benchmarks/float32.py --long [--long-runs a1a:9600 adult:38400 fashion-mnist:9600] [--add]
+                                 [--long-max-minutes 20]
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ from dpnewton.pipeline.config import load_config
 from dpnewton.pipeline.plan import algorithm_grids
 
 #: config/config.yaml entries whose accuracy is measured (iterative methods)
-METHODS = ("dp-gd", "dp-gd-tail", "precond-dp-gd", "hess-clip", "qu-clip", "damped-newton", "dp-gd-oracle",
-           "minibatch-qu-clip", "dp-sgd", "cubic-newton")
+METHODS = ("dp-gd", "dp-gd-tail", "precond-dp-gd", "hess-clip", "hess-add", "qu-clip", "qu-add", "damped-newton",
+           "dp-gd-oracle", "minibatch-qu-clip", "dp-sgd", "cubic-newton")
 #: datasets of the speed part and their shapes for random unit rows when the data are missing
 SPEED_SHAPES = {"a1a": (30956, 124), "adult": (45220, 105), "protein": (50000, 75), "fashion-mnist": (12000, 784)}
 EPSILONS = (0.1, 1.0, 10.0)
@@ -72,19 +74,19 @@ LONG_CONFIG = common.REPO_DIR / "config" / "claims.yaml"
 LONG_METHODS = ("dp-gd", "dp-gd-tail")
 LONG_EPSILON = 10.0
 LONG_SEEDS = 4
-LONG_RUNS = {"a1a": (9600,), "adult": (38400,)}
+LONG_RUNS = {"a1a": (9600,), "adult": (38400,), "fashion-mnist": (9600,)}
 #: steps of the probe run per (dataset, precision) that estimates the check's cost
 LONG_PROBE_T = 300
 #: the line that starts the long-T block of results/float32.md
 LONG_MARK = "**Long T**"
 
 
-def method_grid() -> dict[str, dict]:
-    """METHODS -> {'base', 'hyper', 'T'}: the default config's entry, T = the largest T of its grid."""
+def method_grid(methods=METHODS) -> dict[str, dict]:
+    """Each of ``methods`` -> {'base', 'hyper', 'T'}: the default config's entry, T = the largest T of its grid."""
     cfg = load_config(yaml.safe_load(Path(CONFIG).read_text()))
     grids, _ = algorithm_grids(cfg, ALGORITHMS)
     return {m: {"base": grids[m]["base"], "hyper": dict(grids[m]["hyper"]), "T": max(grids[m]["iterations"])}
-            for m in METHODS}
+            for m in methods}
 
 
 def speed_problem(name: str):
@@ -159,11 +161,11 @@ def accuracy(datasets: list[str], seeds: list[int], grid: dict) -> tuple[list[di
     return runs, cells
 
 
-def kept_rows(name: str, rerun: list[str], seeds: int) -> list[dict]:
-    """The rows of results CSV ``name`` of the datasets not in ``rerun`` (``--add``), numbers parsed; an
-    earlier run with another seed count is refused (its cells would not be comparable)."""
+def kept_rows(name: str, rerun: set[tuple[str, str]], seeds: int) -> list[dict]:
+    """The rows of results CSV ``name`` whose (method, dataset) is not in ``rerun`` (``--add``), numbers
+    parsed; an earlier run with another seed count is refused (its cells would not be comparable)."""
     with open(common.RESULTS_DIR / name, newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["dataset"] not in rerun]
+        rows = [r for r in csv.DictReader(fh) if (r["method"], r["dataset"]) not in rerun]
     if "seeds" in (rows[0] if rows else {}) and {int(r["seeds"]) for r in rows} != {seeds}:
         raise SystemExit(f"--add: {name} was computed with other seeds; rerun every dataset")
     text, integer = {"dataset", "method"}, {"T", "seeds", "seed"}
@@ -173,9 +175,11 @@ def kept_rows(name: str, rerun: list[str], seeds: int) -> list[dict]:
 def verdicts(cells: list[dict]) -> list[dict]:
     """Per (method, dataset): the largest ratio over epsilons, and safe (< SAFE at every epsilon) or not."""
     out = []
-    for method in METHODS:
+    for method in [m for m in METHODS if any(c["method"] == m for c in cells)]:
         for name in dict.fromkeys(c["dataset"] for c in cells):
             group = [c for c in cells if c["method"] == method and c["dataset"] == name]
+            if not group:
+                continue
             ratios = np.array([c["ratio"] for c in group])
             worst = group[int(np.nanargmax(ratios))] if np.isfinite(ratios).any() else group[0]
             safe = bool(np.isfinite(ratios).all() and ratios.max() < SAFE)
@@ -283,6 +287,13 @@ def read_rows(name: str) -> list[dict]:
     return out
 
 
+def kept_long_rows(name: str, rerun: set[tuple[str, int]]) -> list[dict]:
+    """The rows of results CSV ``name`` of the long-T check whose (dataset, T) is not in ``rerun`` (``--long
+    --add``), counts as integers."""
+    rows = [r for r in read_rows(name) if (r["dataset"], int(r["T"])) not in rerun]
+    return [{k: int(v) if k in ("T", "seed", "seeds") else v for k, v in r.items()} for r in rows]
+
+
 def long_markdown() -> str:
     """The long-T block of the section, from results/float32_long.csv ("" when it is absent)."""
     cells = read_rows("float32_long.csv")
@@ -357,11 +368,13 @@ def parse_runs(items: list[str]) -> dict[str, tuple[int, ...]]:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=["a1a", "synthetic", "adult", "protein"])
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=7, help="interleaved repetitions of the speed part")
     ap.add_argument("--skip-speed", action="store_true", help="keep the speed CSV of an earlier run")
     ap.add_argument("--add", action="store_true",
-                    help="keep the accuracy rows of the datasets not given (an earlier run's, same seeds and T)")
+                    help="keep the accuracy rows of the (method, dataset) pairs not given (an earlier run's, "
+                         "same seeds and T); with --long, the rows of the (dataset, T) not given")
     ap.add_argument("--long", action="store_true", help="run only the long-T DP-GD check (c)")
     ap.add_argument("--long-runs", nargs="+", metavar="DATASET:T",
                     default=[f"{name}:{T}" for name, Ts in LONG_RUNS.items() for T in Ts])
@@ -371,8 +384,13 @@ def main():
     common.use_clock_in_library("cpu")
     t0 = time.perf_counter()
     if args.long:
+        wanted = parse_runs(args.long_runs)
         with threadpool_limits(1):
-            runs, cells = long_check(parse_runs(args.long_runs), list(range(LONG_SEEDS)), args.long_max_minutes)
+            runs, cells = long_check(wanted, list(range(LONG_SEEDS)), args.long_max_minutes)
+        if args.add:
+            rerun = {(name, T) for name, Ts in wanted.items() for T in Ts}
+            runs, cells = (kept_long_rows(name, rerun) + new
+                           for name, new in (("float32_long_runs.csv", runs), ("float32_long.csv", cells)))
         common.write_csv("float32_long_runs.csv", runs)
         common.write_csv("float32_long.csv", cells)
         block = long_markdown()
@@ -384,9 +402,10 @@ def main():
     with threadpool_limits(1):
         if not args.skip_speed:
             common.write_csv("float32_speed.csv", speed(args.repeats))
-        runs, cells = accuracy(args.datasets, list(range(args.seeds)), grid)
+        runs, cells = accuracy(args.datasets, list(range(args.seeds)), method_grid(args.methods))
     if args.add:
-        runs, cells = (kept_rows(name, args.datasets, args.seeds) + new
+        rerun = {(m, name) for m in args.methods for name in args.datasets}
+        runs, cells = (kept_rows(name, rerun, args.seeds) + new
                        for name, new in (("float32_runs.csv", runs), ("float32_accuracy.csv", cells)))
     datasets = list(dict.fromkeys(c["dataset"] for c in cells))
     common.write_csv("float32_runs.csv", runs)
@@ -420,8 +439,8 @@ def main():
                           {"max_ratio": ".3g", "max_seed_difference": ".2e", "min_se": ".2e",
                            "max_evaluation_error": ".2e", "update_time_ratio": ".2f"}), "",
           f"Whole benchmark: {minutes:.1f} min wall" + (
-              f" (this run: {', '.join(args.datasets)}; the other datasets' rows are an earlier run's, kept by "
-              "--add)." if args.add else ".")]
+              f" (this run: {', '.join(args.methods)} on {', '.join(args.datasets)}; the other rows are earlier "
+              "runs', kept by --add)." if args.add else ".")]
     long_block = long_markdown()   # the last --long run's, from its CSV
     if long_block:
         md += ["", long_block]
