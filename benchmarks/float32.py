@@ -325,7 +325,7 @@ def long_markdown() -> str:
           "seed and precision releases both models of its trajectory: the last iterate (`none`) and the mean of "
           f"the last ceil(T/2) iterates (`tail`). T: {runs}. The claims config runs last-iterate DP-GD up to "
           "T = 307,200 at epsilon 10 (best T 38,400-76,800 on adult and protein); the T set is what fits in about "
-          "15 minutes of one core: a cell costs T x (float64 + float32 time per step), here "
+          "20 minutes of one core: a cell costs T x (float64 + float32 time per step), here "
           f"{cost}. `ratio` = |mean float32 - mean float64| / s.e. (float64, ddof=1; pass: < {SAFE}); "
           "`ms_per_step_*`: update CPU time per step of the seed batch; `speed_ratio` = float64 / float32.", "",
           common.md_table(cells, ["dataset", "T", "average", "mean_float64", "mean_float32", "difference", "se_float64",
