@@ -13,7 +13,8 @@ script rebuilds the aggregate tables from those rows (:func:`dpnewton.pipeline.a
 ``best_t``, ``add_cell_stability``, ``best_curves`` from every run's stored curves) and evaluates the
 claims (:func:`dpnewton.pipeline.claims.evaluate`) under the run's own cap and under each lower cap.
 
-Per cap: the rows and the timed update time (``runtime_s``, each run's share of its batch's step time)
+Per cap: the rows and the timed update time (``runtime_s``, each run's share of its batch's step time, a
+trajectory that releases several models counted once)
 that the capped run would not spend, the cells whose best T changes, the cells whose best T sits at the
 new cap, and every verdict that differs from the run's own (:func:`verdict_changes.compare`). The
 update time is a share of what the run jobs time; their wall time also holds loading, loss evaluation
@@ -104,11 +105,12 @@ def moved_cells(own: dict, capped: dict) -> pd.DataFrame:
 
 def cap_row(cap: float, own: dict, capped: dict, changes: dict, best_changes: pd.DataFrame) -> dict:
     runs, kept = own["runs"], capped["runs"]
+    all_s, kept_s = (common.trajectory_update_time(r.to_dict("records"))[0] for r in (runs, kept))
     ratio = moved_cells(own, capped)["loss_ratio"]
     both = changes["both"]
     return {"max_passes": int(cap), "rows": len(kept), "rows_dropped": len(runs) - len(kept),
-            "update_s_dropped": float(runs["runtime_s"].sum() - kept["runtime_s"].sum()),
-            "update_share_dropped": float(1 - kept["runtime_s"].sum() / runs["runtime_s"].sum()),
+            "update_s_dropped": all_s - kept_s,
+            "update_share_dropped": 1 - kept_s / all_s,
             "cells": len(own["best"]), "cells_best_T_moved": len(ratio),
             "cells_at_new_cap": int(capped["best"]["edge"].astype(str).eq("high").sum()),
             "moved_loss_ratio_median": float(ratio.median()) if len(ratio) else float("nan"),

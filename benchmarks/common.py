@@ -242,6 +242,26 @@ def write_csv(name: str, rows: list[dict]) -> Path:
     return path
 
 
+def trajectory_update_time(rows) -> tuple[float, int]:
+    """Summed ``runtime_s`` of the distinct trajectories among result rows, and their count.
+
+    Models released from one trajectory (a configuration's last iterate and its ``average: tail``
+    twin) each carry the trajectory's ``runtime_s``: a trajectory is counted once, keyed by its
+    dataset, algorithm, hyper-parameters without ``average``, conversion, epsilon, seed and T.
+    """
+    seen: dict[tuple, float] = {}
+    for r in rows:
+        value = r.get("runtime_s")
+        runtime = float("nan") if value in (None, "") else float(value)
+        if runtime != runtime:  # no timed update (an empty field or NaN)
+            continue
+        hyper = {k: v for k, v in json.loads(r.get("hyper") or "{}").items() if k != "average"}
+        key = (r.get("dataset"), r.get("base_algorithm"), json.dumps(hyper, sort_keys=True), r.get("conversion"),
+               r.get("epsilon"), r.get("seed"), r.get("iterations"))
+        seen.setdefault(key, runtime)
+    return sum(seen.values()), len(seen)
+
+
 def md_table(rows: list[dict], cols: list[str], fmt: dict | None = None) -> str:
     fmt = fmt or {}
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]

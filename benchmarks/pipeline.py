@@ -9,8 +9,9 @@ Recorded:
 * wall time of the whole ``snakemake`` call (incl. DAG building, onstart, all jobs);
 * per-job wall times from Snakemake's own metadata (``.snakemake/metadata``: starttime/endtime of
   every output file, one entry per job after de-duplication by job hash);
-* in-job update time: the sum of ``runtime_s`` over every row of every run-job CSV (the optimizer
-  update steps the results report; loss evaluation, process start, imports and I/O excluded);
+* in-job update time: the sum of ``runtime_s`` over every trajectory of every run-job CSV, a trajectory
+  that releases several models counted once (the optimizer update steps the results report; loss
+  evaluation, process start, imports and I/O excluded);
 * the load average (``/proc/loadavg``), sampled every 5 s during the run.
 
 Overhead shares reported: ``1 - sum(job wall) / (cores * wall)`` (scheduler / idle capacity, incl.
@@ -83,14 +84,12 @@ def job_times(work: Path) -> list[dict]:
 
 
 def update_time(work: Path) -> tuple[float, int]:
-    total, rows = 0.0, 0
+    total, runs = 0.0, 0
     for f in (work / "results" / "runs").rglob("*.csv"):
         with open(f) as fh:
-            for r in csv.DictReader(fh):
-                if r.get("runtime_s") not in (None, ""):
-                    total += float(r["runtime_s"])
-                    rows += 1
-    return total, rows
+            t, k = common.trajectory_update_time(csv.DictReader(fh))
+        total, runs = total + t, runs + k
+    return total, runs
 
 
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO (.*)$")
@@ -173,7 +172,7 @@ def analyze(run_dir: Path, config: str, cores: int, tag: str) -> None:
             total["missing_logs"] += 1
             continue
         with open(run_dir / rel) as fh:
-            ph["update"] = sum(float(r["runtime_s"]) for r in csv.DictReader(fh) if r.get("runtime_s"))
+            ph["update"] = common.trajectory_update_time(csv.DictReader(fh))[0]
         if ph["resumed_untimed_units"]:
             untimed.append({"job": rel, "resumed_units": ph["resumed_units"], "update_s": ph["update"]})
             continue
@@ -337,8 +336,8 @@ def main():
           "",
           "`idle_capacity_share` = 1 - sum(job wall) / (cores x wall): capacity not spent inside jobs (DAG build, "
           "scheduling, serial stretches such as data preparation -> optimum -> runs -> aggregate -> figures). "
-          "`run_job_overhead_share` = 1 - sum(runtime_s of every run) / sum(run-job wall): what a run job spends "
-          "outside the timed update steps (interpreter start and imports, data loading, the untimed loss "
+          "`run_job_overhead_share` = 1 - sum(runtime_s of every trajectory) / sum(run-job wall): what a run job "
+          "spends outside the timed update steps (interpreter start and imports, data loading, the untimed loss "
           "evaluation, writing CSV/parquet). The load average was sampled every 5 s: "
           + ("above the core count, other jobs shared the cores, so every time here is an upper bound for an "
              "idle machine." if row["load_median"] > args.cores + 0.5 else
