@@ -9,8 +9,8 @@ from tests.conftest import load_benchmark
 
 
 def row(algorithm, hyper, seed, iterations, runtime, epsilon="1", conversion="bs16", dataset="a1a"):
-    return {"dataset": dataset, "base_algorithm": algorithm, "hyper": json.dumps(hyper), "conversion": conversion, "epsilon": epsilon,
-            "seed": str(seed), "iterations": str(iterations), "runtime_s": str(runtime)}
+    return {"dataset": dataset, "base_algorithm": algorithm, "hyper": json.dumps(hyper), "conversion": conversion,
+            "epsilon": epsilon, "seed": str(seed), "iterations": str(iterations), "runtime_s": str(runtime)}
 
 
 def test_tail_twin_counts_once_and_other_trajectories_count():
