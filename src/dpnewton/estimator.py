@@ -34,7 +34,7 @@ from .seeding import validate_seed
 DEFAULT_ALGORITHM = "objpert"
 """Objective perturbation with the tight privacy profile: the best rule with no tuning on the private
 data in the study of docs/default_rule.md (five datasets, epsilon in {0.1, 1, 10}, relation
-add-remove): within 1.25x of the oracle-tuned best in 9 of 15 cells (median 1.21x, max 2.98x),
+add-remove): within 1.25x of the oracle-tuned best in 9 of 15 cells (median 1.21x, max 3.51x),
 against 3 of 15 for tail-averaged DP-GD and 0 for tail-averaged precond-dp-gd with the snr T rule.
 It has no iteration count, step size or regulariser to choose: Lambda follows from epsilon alone."""
 
