@@ -301,7 +301,7 @@ def main():
     run_jobs = [j for j in jobs if j["rule"] == "run_job"]
     job_sum = sum(j["end"] - j["start"] for j in jobs)
     run_sum = sum(j["end"] - j["start"] for j in run_jobs)
-    upd, nrows = update_time(work)
+    upd, ntraj = update_time(work)
     by_rule = {}
     for j in jobs:
         r = by_rule.setdefault(j["rule"], {"rule": j["rule"], "jobs": 0, "sum_wall_s": 0.0, "max_wall_s": 0.0})
@@ -312,7 +312,7 @@ def main():
            "started": started, "wall_s": wall,
            "jobs_finished": se.count("Finished job") + so.count("Finished job"), "jobs_with_metadata": len(jobs),
            "sum_job_wall_s": job_sum, "sum_run_job_wall_s": run_sum, "run_jobs": len(run_jobs),
-           "update_time_s": upd, "run_rows": nrows,
+           "update_time_s": upd, "trajectories": ntraj,
            "idle_capacity_share": 1 - job_sum / (args.cores * wall) if wall > 0 else float("nan"),
            "run_job_overhead_share": 1 - upd / run_sum if run_sum > 0 else float("nan"),
            "load_min": min(loads) if loads else float("nan"),
