@@ -7,7 +7,9 @@ import pytest
 from scipy import linalg, special
 
 from dpnewton.algorithms.base import random_unit_vector
+from dpnewton.algorithms.minibatch import MinibatchNewtonConfig, minibatch_newton_step
 from dpnewton.experiment import run_algorithm
+from dpnewton.loss import LogisticProblem
 from dpnewton.privacy import PrivacyBudgetExceeded, PrivacyLedger, epsilon_to_rho
 from dpnewton.seeding import RunIdentity
 
@@ -173,6 +175,31 @@ def test_explosion_reset_counts_and_is_labelled(toy_problem):
     assert any("reset" in part for part in res.ledger.nonprivate)
     (off,) = run_algorithm(toy_problem, "toy", "hess-add", 1e-3, [0], [5])
     assert off.resets == 0 and not off.ledger.nonprivate
+
+
+@pytest.mark.parametrize("algorithm", ["hess-clip", "qu-add"])
+def test_overflowing_newton_run_is_recorded_as_diverged(algorithm):
+    """reg = 1 puts ||w|| into the direction's sensitivity, so the iterate grows geometrically until the
+    float32 margins overflow: the run must end diverged (NaN), with a full ledger, not raise."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 3))
+    problem = LogisticProblem.from_xy(X, np.where(X[:, 0] > 0, 1.0, -1.0), precision="float32")
+    with np.errstate(all="ignore"):
+        (res,) = run_algorithm(problem, "toy", algorithm, 0.1, [0], [256], hyper={"reg": 1.0})
+    assert res.diagnostics["diverged"] and np.isnan(res.w).all()
+    assert math.isclose(res.ledger.spent_rho, res.ledger.budget_rho, rel_tol=1e-9)
+    unbounded = [e for e in res.ledger.entries if math.isinf(e.sensitivity)]
+    assert unbounded and all(e.quantity == "direction" and math.isinf(e.sigma) for e in unbounded)
+    assert len(res.ledger.dp_event().events) == len(res.ledger.entries)
+
+
+def test_minibatch_newton_step_of_an_overflowing_iterate_is_nan():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    problem = LogisticProblem.from_xy(X, np.where(X[:, 0] > 0, 1.0, -1.0), precision="float32")
+    with np.errstate(all="ignore"):
+        w, *_ = minibatch_newton_step(problem, np.full(3, 1e300), rng, MinibatchNewtonConfig(), 10.0, 10.0, 1.0, 1.0)
+    assert np.isnan(w).all()
 
 
 def test_v1_constants_switch(toy_problem):

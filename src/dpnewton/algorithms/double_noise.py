@@ -13,13 +13,16 @@ Per iteration t of T, with rho_t = rho/T [docs/algorithms.md §2.3, the released
 5. w <- w - Psi_lambda(H)^-1 g~ + N(0, s_dir^2 I), s_dir = Delta_dir/sqrt(2 rho_dir) with
    Delta_dir = ||g~||/(4 n lambda^2 -/+ lambda) (clip/add; see :mod:`.newton_direction`).
 
-The three releases of every step are charged to the run's ledger, so the ledger sums to rho.
+The three releases of every step are charged to the run's ledger, so the ledger sums to rho. A step
+whose SOI or noisy gradient overflowed (:func:`.newton_direction.overflowed`) charges its direction
+at an unbounded sensitivity (infinite noise) and releases NaN: the run is recorded as diverged.
 ``average`` (none | uniform | tail) releases the last iterate or the mean of a window of iterates
 (:func:`.base.average_window`; docs/algorithms.md §2.6): post-processing, the ledger is unchanged.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +32,7 @@ from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_single
 from .costs import eigh, gram
 from .gradient_descent import GRADIENT_SENSITIVITY
-from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
+from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction, overflowed
 from .registry import AlgorithmSpec, AuditCase, planner, register, runner
 
 CONSTANTS = {
@@ -138,6 +141,10 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
             else:
                 lam = float(cfg.lambda0)
             lambdas.append(lam)
+            if overflowed(H, g_noisy):
+                # the bound ||g~||/(4 n lambda^2 -/+ lambda) is unbounded: infinite noise at the planned rho
+                plan.charge(ledger, t, "direction", math.inf)
+                return np.full(d, np.nan), m
             direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
             sens = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, n, cfg.modification)
             s_dir = plan.charge(ledger, t, "direction", sens)

@@ -46,7 +46,7 @@ from ..loss import LogisticProblem
 from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms, calibration_event
 from .base import RunContext, RunResult, iterate_single
 from .costs import batch_fraction, eigh, gram
-from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction
+from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction, overflowed
 from .registry import AlgorithmSpec, AuditCase, costed, register, runner
 
 SGD_STEP = 4.0  # 1/L1 with L1 = 1/4
@@ -177,6 +177,8 @@ def minibatch_newton_step(problem: LogisticProblem, w: np.ndarray, rng: np.rando
     g_noisy = (gradient_sum(problem.batch(idx_g), w) + z_g * rng.standard_normal(d)) / b_g
     H = soi_sum(problem.batch(idx_h), w, cfg.soi) / b_h
     lam = effective_lambda(cfg.lambda0, b_h, cfg.modification)
+    if overflowed(H, g_noisy):
+        return np.full(d, np.nan), lam, idx_g.size, idx_h.size
     direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
     s2 = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, b_h, cfg.modification)
     return w - direction + (s2 * z_h) * rng.standard_normal(d), lam, idx_g.size, idx_h.size

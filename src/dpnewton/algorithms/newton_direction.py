@@ -35,6 +35,14 @@ def direction_sensitivity(g_norm: float, lam: float, m: float, modification: str
     return g_norm / denom
 
 
+def overflowed(H: np.ndarray, g: np.ndarray) -> bool:
+    """True when the SOI or the noisy gradient is not finite: the iterate has left the working
+    precision's range (float32 margins overflow first) and the run has diverged. A step that sees
+    this releases a NaN iterate, so every later one is NaN too and the run is recorded as diverged
+    (``diagnostics["diverged"]``): a floating-point limit, not a branch of the mechanism."""
+    return not (np.isfinite(H).all() and np.isfinite(g).all())
+
+
 def modified_newton_direction(H: np.ndarray, g: np.ndarray, lam: float, modification: str) -> np.ndarray:
     """Psi_lambda(H, modification)^-1 g."""
     if not lam > 0:

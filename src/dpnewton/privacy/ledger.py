@@ -215,7 +215,8 @@ class PrivacyLedger:
         * each zCDP entry (Gaussian release, L2 sensitivity Delta, recorded noise std sigma):
           ``GaussianDpEvent(sigma / Delta)``. Its RDP is alpha/(2 z^2) with z = sigma/Delta
           [Mironov 2017, Gaussian mechanism], i.e. rho = 1/(2 z^2) = Delta^2/(2 sigma^2), the rho the
-          entry was charged [BS16 Prop. 1.6]. An entry with Delta = 0 reveals nothing: ``NoOpDpEvent``.
+          entry was charged [BS16 Prop. 1.6]. An entry with Delta = 0 or sigma = inf (a diverged Newton
+          step's direction) reveals nothing: ``NoOpDpEvent``.
         * each :class:`SubsampledGaussianEvent` (DP-SGD, minibatch Newton): its ``dp_event()``,
           ``SelfComposedDpEvent(ComposedDpEvent([PoissonSampledDpEvent(q_k, GaussianDpEvent(z_k)),
           ...]), steps)``; a dict laid out as its ``as_dict()`` is read the same way.
@@ -234,7 +235,7 @@ class PrivacyLedger:
 
         parts: list = []
         for e in self.entries:
-            if e.sensitivity == 0.0:
+            if e.sensitivity == 0.0 or math.isinf(e.sigma):
                 parts.append(dp_accounting.NoOpDpEvent())
             else:
                 parts.append(dp_accounting.GaussianDpEvent(e.sigma / e.sensitivity))
