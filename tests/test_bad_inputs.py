@@ -182,7 +182,7 @@ def test_format_hint_names_an_existing_option(tmp_path, capsys):
     data = write_csv(tmp_path / "table.txt")
     line = refused(cli(capsys, *run_args(data, tmp_path / "cache")), "table.txt", "cannot infer the format")
     assert "--format" in line
-    code, out, err = cli(capsys, *run_args(data, tmp_path / "cache", "--format", "csv"))
+    code, out, err = cli(capsys, *run_args(data, tmp_path / "cache", "--format", "csv", "--evaluate"))
     assert code == 0, err
     assert '"n": 40' in out
 
@@ -191,7 +191,7 @@ def test_libsvm_via_format_option(tmp_path, capsys):
     data = tmp_path / "table.txt"
     rng = np.random.default_rng(1)
     data.write_text("".join(f"{1 if v > 0 else -1} 1:{v:.4f} 2:{w:.4f}\n" for v, w in rng.standard_normal((30, 2))))
-    code, out, err = cli(capsys, *run_args(data, tmp_path / "cache", "--format", "libsvm"))
+    code, out, err = cli(capsys, *run_args(data, tmp_path / "cache", "--format", "libsvm", "--evaluate"))
     assert code == 0, err
     assert '"n": 30' in out and '"d": 3' in out
 
@@ -199,7 +199,7 @@ def test_libsvm_via_format_option(tmp_path, capsys):
 @pytest.mark.parametrize("column", ["y", "0", "-4"])
 def test_label_column_option(tmp_path, capsys, column):
     data = write_csv(tmp_path / "first.csv", label_first=True)
-    code, out, err = cli(capsys, *run_args(data, tmp_path / "cache", "--label-column", column))
+    code, out, err = cli(capsys, *run_args(data, tmp_path / "cache", "--label-column", column, "--evaluate"))
     assert code == 0, err
     assert '"n": 40' in out and '"d": 4' in out
 
@@ -292,7 +292,8 @@ def test_unwritable_optimum_cache(tmp_path, csv, capsys, monkeypatch):
 
     monkeypatch.setattr(dpnewton.problems, "atomic_write_npz",
                         _failing_open(PermissionError(errno.EACCES, "Permission denied")))
-    refused(cli(capsys, *run_args(csv, tmp_path / "cache")), "optimum cache", "Permission denied", "--cache-dir")
+    refused(cli(capsys, *run_args(csv, tmp_path / "cache", "--evaluate")), "optimum cache", "Permission denied",
+            "--cache-dir")
 
 
 # ------------------------------------------------------------------ refused before the run
@@ -398,10 +399,10 @@ def test_gzip_larger_than_memory_is_refused(tmp_path, capsys, monkeypatch):
 
 
 def test_library_default_delta_checks_epsilon_before_the_data(tmp_path, capsys):
-    """Under add-remove the default delta is the public 1e-5, so an epsilon bs16 cannot represent at
+    """Under add-remove the default delta is the public 1e-10, so an epsilon bs16 cannot represent at
     it is refused before any data is prepared."""
     cache = tmp_path / "cache"
     refused(cli(capsys, "run", "--dataset", "synthetic", "--cache-dir", cache, "--algorithm", "dp-gd", "-T", 5,
-                "--epsilon", "1e-12"),
-            "epsilon=1e-12", "delta=1e-05", "bs16", "3.1831e-11")
+                "--epsilon", "1e-22"),
+            "epsilon=1e-22", "delta=1e-10", "bs16", "3.1831e-21")
     assert not cache.exists()

@@ -9,9 +9,10 @@ import pytest
 
 import dpnewton
 from dpnewton.cli import main
+from dpnewton.privacy.neighbouring import LIBRARY_DELTA
 
 REQUIRED = {"algorithm", "dataset", "epsilon", "delta", "rho", "conversion", "iterations", "seed",
-            "excess_loss", "runtime_s", "ledger_rho_total"}
+            "ledger_rho_total", "evaluation"}
 
 
 def test_fit_returns_weights_and_ledger():
@@ -21,7 +22,7 @@ def test_fit_returns_weights_and_ledger():
     res = dpnewton.fit(X, y, algorithm="precond-dp-gd", epsilon=1.0, iterations=5, seed=3)
     assert res.weights.shape == (4,)
     assert res.ledger.spent_rho == pytest.approx(res.record["rho"], rel=1e-12)
-    assert res.record["delta"] == 1e-5 and res.record["neighbouring"] == "add-remove"   # the library's
+    assert res.record["delta"] == LIBRARY_DELTA and res.record["neighbouring"] == "add-remove"   # the library's
     paper = dpnewton.fit(X, y, algorithm="precond-dp-gd", epsilon=1.0, iterations=5, seed=3,
                          neighbouring="add-remove-public-n")
     assert paper.record["delta"] == pytest.approx(1 / 500**2) and not np.array_equal(paper.weights, res.weights)
@@ -46,7 +47,8 @@ def test_cli_run_synthetic(tmp_path, capsys):
     assert REQUIRED <= set(record)
     assert record["ledger_rho_total"] == pytest.approx(record["rho"], rel=1e-12)
     assert sum(e["rho"] for e in record["ledger"]) == pytest.approx(record["rho"], rel=1e-12)
-    assert record["delta"] == 1e-5 and record["neighbouring"] == "add-remove"
+    assert record["delta"] == LIBRARY_DELTA and record["neighbouring"] == "add-remove"
+    assert {"excess_loss", "train_accuracy", "n"} <= set(record["evaluation"])   # a named (public) dataset
 
 
 @pytest.mark.parametrize("args,message", [
@@ -112,11 +114,10 @@ def _strict_json(text: str):
 
 
 def test_run_json_is_strict_json(tmp_path, capsys):
-    # dp-gd has no accountant epsilon: the record's NaN must come out as null
     assert main(["run", "--dataset", "synthetic", "--algorithm", "dp-gd", "--epsilon", "1", "-T", "2",
                  "--seed", "0", "--json", "--cache-dir", str(tmp_path)]) == 0
     record = _strict_json(capsys.readouterr().out)
-    assert record["accountant_epsilon"] is None and record["seed"] == 0
+    assert record["evaluation"]["train_accuracy"] is not None and record["seed"] == 0
     from dpnewton.io import to_json
 
     assert to_json({"a": float("nan"), "b": [np.inf, np.float64(-np.inf), 1.5]}) == \
@@ -146,6 +147,8 @@ def test_save_model_and_predict_round_trip(tmp_path, capsys, suffix):
     record = _strict_json(capsys.readouterr().out)
     model = LinearModel.load(model_file)
     assert model.classes == ("ham", "spam") and model.n_features == 3
+    # nothing computed from the exact data leaves with the model or, unasked, in the output
+    assert not {"n", "excess_loss", "train_accuracy", "runtime_s", "evaluation"} & (set(model.privacy) | set(record))
     assert model.privacy["rho"] == record["rho"] and model.privacy["epsilon"] == 2.0
     assert sum(e["rho"] for e in model.privacy["ledger"]) == pytest.approx(record["rho"], rel=1e-12)
     # independent replay: the same run on the prepared rows [1, x] (bias column first)
@@ -196,3 +199,36 @@ def test_model_from_prepared_splits_the_bias_weight():
     assert model.predict(np.array([[1.0, 0.0], [0.0, 1.0]])).tolist() == ["b", "a"]
     plain = LinearModel.from_prepared(np.array([0.5, 1.0]), {**meta, "bias": False}, {})
     assert plain.intercept == 0.0 and plain.coef.tolist() == [0.5, 1.0]
+
+
+def test_run_on_own_data_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
+    """A user's file is prepared in a temporary folder: no prepared copy or non-private optimum is left
+    in the current folder; objpert needs no -T; the output holds no evaluation unless asked."""
+    X, y = _xy(200, 3)
+    train = tmp_path / "mine.csv"
+    _write_csv(train, X, np.where(y > 0, "yes", "no"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["run", "--data", str(train), "--algorithm", "objpert", "--epsilon", "1", "--json"]) == 0
+    record = _strict_json(capsys.readouterr().out)
+    assert list(work.iterdir()) == [] and "evaluation" not in record and "n" not in record
+    assert main(["run", "--data", str(train), "--algorithm", "objpert", "--epsilon", "1", "--json",
+                 "--evaluate"]) == 0
+    assert "excess_loss" in _strict_json(capsys.readouterr().out)["evaluation"] and list(work.iterdir()) == []
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    assert main(["run", "--data", str(train), "--algorithm", "objpert", "--epsilon", "1", "--cache-dir",
+                 str(keep)]) == 0
+    assert f"kept the prepared copy of {train} in {keep}" in capsys.readouterr().err and any(keep.iterdir())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--algorithm", "dp-gd", "--epsilon", "1"], "dp-gd is iterative: give the number of updates with -T"),
+    (["--algorithm", "dp-gd", "--epsilon", "0.01", "-T", "3", "--conversion", "official-fsolve"],
+     "conversion='official-fsolve' is refused here"),
+    (["--algorithm", "dp-gd", "--epsilon", "1", "-T", "3", "--hyper", "reset=true"], "is not private"),
+])
+def test_run_refuses_before_any_data(tmp_path, capsys, args, message):
+    assert main(["run", "--data", str(tmp_path / "absent.csv"), *args]) == 2
+    assert message in capsys.readouterr().err

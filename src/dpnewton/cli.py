@@ -14,19 +14,25 @@ import os
 import re
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
+from .api import EVALUATION_FIELDS
 from .algorithms import get_algorithm
-from .experiment import DEFAULT_CONVERSION, check_run, result_record, run_algorithm
+from .experiment import DEFAULT_CONVERSION, check_guarantee, check_run, result_record, run_algorithm
 from .floor import SHORT_LABEL, dataset_floor
 from .io import to_json
 from .loss import PRECISIONS
 from .model import SUFFIXES, LinearModel
 from .privacy import CONVERSIONS, check_epsilon_delta, epsilon_to_rho
 from .privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_DELTA, LIBRARY_RELATION, RELATIONS, resolve_delta
+from .privacy.release import released_record
+
+DATASET_CACHE_DIR = "resources/data"
+"""Where ``dpnewton run --dataset`` caches a named dataset's prepared copy and optimum."""
 
 
 def _hyper_value(text: str):
@@ -142,12 +148,14 @@ def _os_error_message(exc: OSError) -> str:
 
 def _cmd_run(args) -> int:
     # imported on use: dpnewton.problems imports dpnewton.data (~30 ms at start-up), which only the data commands need
-    from .problems import load_problem_from_prepared, prepare_source
+    from .problems import load_problem_from_prepared
 
     # fail on bad arguments before any data work
     hyper = _parse_hyper(args.hyper)
     _check_hyper_types(args.algorithm, hyper)
+    args.iterations = _iterations(args.algorithm, args.iterations)
     check_run(args.algorithm, args.epsilon, args.delta, args.iterations, args.conversion, args.neighbouring, hyper)
+    check_guarantee(args.algorithm, args.conversion, hyper)
     if args.seed is not None and args.seed < 0:
         raise ValueError(f"--seed {args.seed} must be an integer >= 0 (omit --seed for fresh randomness)")
     _check_run_memory(args.algorithm, args.iterations)
@@ -162,17 +170,16 @@ def _cmd_run(args) -> int:
     if args.format == "libsvm" and args.label_column is not None:
         raise ValueError("--label-column applies to CSV files only (a LIBSVM label is the first field of each "
                          "line): drop it or pass --format csv")
-    prepared = prepare_source(dataset=args.dataset, data_file=args.data, data_dir=args.data_dir,
-                              cache_dir=args.cache_dir, **layout)
-    _check_run_memory(args.algorithm, args.iterations, prepared.n, prepared.d)
-    problem = load_problem_from_prepared(prepared.path, precision=args.precision)
+    evaluate = args.dataset is not None if args.evaluate is None else args.evaluate
+    with _prepared_copy(args, layout) as prepared:
+        _check_run_memory(args.algorithm, args.iterations, prepared.n, prepared.d)
+        problem = load_problem_from_prepared(prepared.path, optimum=evaluate, precision=args.precision)
     name = args.dataset or "custom"
     (res,) = run_algorithm(problem, name, args.algorithm, args.epsilon, [args.seed], [args.iterations],
                            delta=args.delta, conversion=args.conversion, hyper=hyper,
                            neighbouring=args.neighbouring)
-    delta = resolve_delta(args.delta, args.neighbouring, problem.n)
-    record = result_record(res, args.conversion, args.epsilon, delta)
-    record["n"], record["d"] = problem.n, problem.d
+    full = result_record(res, args.conversion, args.epsilon, resolve_delta(args.delta, args.neighbouring, problem.n))
+    record = {"dataset": name, **released_record(full, res.ledger), "d": problem.d}
     if args.ledger or args.save_model:
         record["ledger"] = res.ledger.as_records()
     if args.save_model:
@@ -180,8 +187,43 @@ def _cmd_run(args) -> int:
         record["model_file"] = args.save_model
     if not args.ledger:
         record.pop("ledger", None)
+    if evaluate:   # from the exact data: never in the model file
+        record["evaluation"] = {"not_private": "computed from the exact data", "n": problem.n,
+                                **{key: full[key] for key in EVALUATION_FIELDS}}
     print(to_json(record, indent=2 if not args.json else None))
+    if args.data is not None and args.cache_dir is not None:
+        print(f"dpnewton run: kept the prepared copy of {args.data} in {args.cache_dir} (--cache-dir)",
+              file=sys.stderr)
     return 0
+
+
+def _iterations(algorithm: str, iterations: int | None) -> int:
+    """-T: required by an iterative method; a one-shot method (objpert) takes none (1 when omitted)."""
+    if iterations is not None:
+        return iterations
+    if get_algorithm(algorithm).iterative:
+        raise ValueError(f"--algorithm {algorithm} is iterative: give the number of updates with -T "
+                         "(chosen without the private data)")
+    return 1
+
+
+@contextmanager
+def _prepared_copy(args, layout: dict):
+    """The prepared dataset of the run. A named (public) dataset is cached in --cache-dir (default
+    resources/data). A file of the user's own is prepared in a temporary folder removed after the run,
+    unless --cache-dir names a folder to keep the prepared copy (and, with --evaluate, its non-private
+    optimum) in; :func:`_cmd_run` then says so on stderr."""
+    from .problems import prepare_source
+
+    if args.dataset is not None:
+        yield prepare_source(dataset=args.dataset, data_dir=args.data_dir,
+                             cache_dir=args.cache_dir or DATASET_CACHE_DIR)
+        return
+    if args.cache_dir is not None:
+        yield prepare_source(data_file=args.data, data_dir=args.data_dir, cache_dir=args.cache_dir, **layout)
+        return
+    with tempfile.TemporaryDirectory(prefix="dpnewton-run-") as tmp:
+        yield prepare_source(data_file=args.data, data_dir=args.data_dir, cache_dir=tmp, **layout)
 
 
 def _cmd_predict(args) -> int:
@@ -277,7 +319,8 @@ data file layout (--data; format from the file name or --format):
           with --save-model predicts the original values.
   A bias column of ones is prepended, and rows (bias included) longer than 1 are scaled
   onto the unit ball, which the privacy analysis needs; features are not standardised.
-  The prepared copy is cached in --cache-dir."""
+  The prepared copy of --data is made in a temporary folder and removed after the run,
+  unless --cache-dir names a folder to keep it in."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -305,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--neighbouring", default=LIBRARY_RELATION, choices=RELATIONS,
                      help=f"neighbouring relation of the guarantee (default {LIBRARY_RELATION}: adding or removing "
                           f"a row, n private; {BENCHMARK_RELATION}: n public, the paper's convention)")
-    run.add_argument("--iterations", "-T", type=int, required=True)
+    run.add_argument("--iterations", "-T", type=int, default=None,
+                     help="number of updates T of an iterative method (not used by objpert)")
     run.add_argument("--seed", type=int, default=None,
                      help="fixed seed, for benchmarking only (the noise becomes predictable); "
                           "default: fresh OS entropy")
@@ -316,7 +360,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--hyper", action="append", default=[], metavar="KEY=VALUE",
                      help="algorithm hyper-parameter, repeatable (e.g. grad_frac=0.7)")
     run.add_argument("--data-dir", default=None, help="folder with local copies of the source files")
-    run.add_argument("--cache-dir", default="resources/data")
+    run.add_argument("--cache-dir", default=None,
+                     help=f"folder for the prepared data (default: {DATASET_CACHE_DIR} for --dataset; for --data a "
+                          "temporary folder, removed after the run)")
+    run.add_argument("--evaluate", action=argparse.BooleanOptionalAction, default=None,
+                     help="add the excess loss and training accuracy under 'evaluation' (computed from the exact "
+                          "data: not private; never saved with the model). Default: on for --dataset, off for --data")
     run.add_argument("--json", action="store_true", help="one-line JSON")
     run.add_argument("--ledger", action="store_true", help="include the per-release privacy ledger")
     run.add_argument("--save-model", metavar="FILE", default=None,

@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .algorithms import ALGORITHMS, AlgorithmSpec, RunContext, RunResult, build_config, get_algorithm
+from .algorithms import (ALGORITHMS, AlgorithmSpec, RunContext, RunResult, build_config, configured_nonprivate,
+                         get_algorithm)
 from .io import to_json
 from .loss import LogisticProblem
 from .privacy import (DEFAULT_CONVERSION, PrivacyLedger, check_conversion, check_epsilon_delta, epsilon_to_rho,
                       official_fsolve_failed, rho_to_epsilon)
+from .privacy.conversions import OVERSPENDING_CONVERSIONS
 from .privacy.neighbouring import (BENCHMARK_RELATION, COUNT_SENSITIVITY, LIBRARY_RELATION, check_delta_for_rows,
                                    check_relation, count_rho, delta_without_n, released_count, resolve_delta)
 from .seeding import RunIdentity, validate_seed
@@ -80,13 +82,33 @@ def check_run(algorithm: str, epsilon: float, delta: float | None, iterations, c
     return spec
 
 
+def check_guarantee(algorithm: str, conversion: str, hyper: dict | None = None) -> None:
+    """Refuse, before any data, a library run whose output would not carry its (epsilon, delta): a
+    conversion that can overspend (:data:`~dpnewton.privacy.conversions.OVERSPENDING_CONVERSIONS`) or a
+    protocol with a non-private part (the card's, or one its configuration switches on:
+    :func:`~dpnewton.algorithms.registry.configured_nonprivate`). The library's entry points
+    (``dpnewton.fit``, ``dpnewton run``, ``DPLogisticRegression``) call it; the benchmark pipeline keeps
+    both under the paper's convention and labels them in its reports."""
+    if conversion in OVERSPENDING_CONVERSIONS:
+        raise ValueError(f"conversion={conversion!r} is refused here: {OVERSPENDING_CONVERSIONS[conversion]}; "
+                         f"use {DEFAULT_CONVERSION!r} (the default). The benchmark pipeline keeps it to reproduce "
+                         "the paper's numbers")
+    parts = configured_nonprivate(get_algorithm(algorithm), hyper)
+    if parts:
+        raise ValueError(f"algorithm={algorithm!r} with hyper-parameters {dict(hyper or {})!r} is not private "
+                         f"({'; '.join(parts)}); the library releases private models only: drop that setting "
+                         "or choose another algorithm")
+
+
 def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str,
                    neighbouring: str = BENCHMARK_RELATION) -> tuple[float, float]:
     """(delta, rho) for a target epsilon: delta defaults by the relation
-    (:func:`~dpnewton.privacy.neighbouring.resolve_delta`) and must be below 1/n; rho via ``conversion``."""
+    (:func:`~dpnewton.privacy.neighbouring.resolve_delta`) and, with n public, must be below 1/n
+    (:func:`~dpnewton.privacy.neighbouring.check_delta_for_rows`: nothing reads n under ``add-remove``);
+    rho via ``conversion``."""
     delta = resolve_delta(delta, neighbouring, n)
     check_epsilon_delta(epsilon, delta)
-    check_delta_for_rows(delta, n)
+    check_delta_for_rows(delta, n, neighbouring)
     return delta, epsilon_to_rho(epsilon, delta, conversion)
 
 
@@ -95,8 +117,9 @@ def check_relation_supported(spec: AlgorithmSpec, neighbouring: str) -> None:
     if check_relation(neighbouring) not in spec.relations:
         covered = sorted(name for name, other in ALGORITHMS.items() if neighbouring in other.relations)
         raise ValueError(f"algorithm={spec.name!r} is calibrated only for neighbouring="
-                         f"{' or '.join(spec.relations)}, not {neighbouring!r}; use that relation "
-                         f"(--neighbouring {spec.relations[0]}) or one of {', '.join(covered)}")
+                         f"{' or '.join(spec.relations)}, not {neighbouring!r}; pass neighbouring="
+                         f"{spec.relations[0]!r} (--neighbouring {spec.relations[0]} on the command line) or use one "
+                         f"of {', '.join(covered)}")
 
 
 def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, conversion: str, rho: float,

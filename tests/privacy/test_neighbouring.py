@@ -12,8 +12,8 @@ from dpnewton.algorithms import ALGORITHMS
 from dpnewton.algorithms.objpert import objpert_parameters
 from dpnewton.experiment import make_contexts, resolve_budget, run_algorithm
 from dpnewton.loss import LogisticProblem
-from dpnewton.privacy.neighbouring import (BENCHMARK_RELATION, COUNT_SHARE, LIBRARY_DELTA, LIBRARY_RELATION,
-                                           check_delta_for_rows, check_relation, default_delta)
+from dpnewton.privacy.neighbouring import (BENCHMARK_RELATION, COUNT_SHARE, LIBRARY_DELTA, LIBRARY_MAX_ROWS,
+                                           LIBRARY_RELATION, check_delta_for_rows, check_relation, default_delta)
 
 LIBRARY_ZCDP = sorted(name for name, spec in ALGORITHMS.items()
                       if LIBRARY_RELATION in spec.relations and spec.plan is not None)
@@ -31,11 +31,21 @@ def test_relations_and_default_delta():
     assert check_relation(LIBRARY_RELATION) == "add-remove"
     with pytest.raises(ValueError, match="neighbouring='replace-one' is unknown"):
         check_relation("replace-one")
-    assert default_delta(LIBRARY_RELATION, 10) == LIBRARY_DELTA == 1e-5      # no n in it
+    assert default_delta(LIBRARY_RELATION, 10) == LIBRARY_DELTA == 1e-10     # no n in it
+    assert LIBRARY_DELTA <= 1 / (10 * LIBRARY_MAX_ROWS)                      # valid up to 10^9 rows
     assert default_delta(BENCHMARK_RELATION, 10) == 1e-2                     # n^-2 [P section 6]
-    check_delta_for_rows(0.09, 10)
-    with pytest.raises(ValueError, match="delta=0.1 is at least 1/n = 0.1 for n=10 rows"):
-        check_delta_for_rows(0.1, 10)
+    check_delta_for_rows(0.09, 10, BENCHMARK_RELATION)
+    with pytest.raises(ValueError, match="delta=0.1 is at least 1/n = 0.1 for n=10 rows") as err:
+        check_delta_for_rows(0.1, 10, BENCHMARK_RELATION)
+    assert "n^-2 = 0.01" in str(err.value)                                   # suggests an accepted value
+    check_delta_for_rows(0.1, 10, LIBRARY_RELATION)                          # n private: never read
+
+
+def test_library_delta_check_reads_no_n():
+    """Under add-remove the outcome of a fit never depends on whether n >= 1/delta: the same delta
+    passes at 99,999 and 100,000 rows (the refusal was a membership test on the private n)."""
+    for n in (99_999, 100_000, 10**9):
+        check_delta_for_rows(1e-5, n, LIBRARY_RELATION)
 
 
 @pytest.mark.parametrize("algorithm", LIBRARY_ZCDP)

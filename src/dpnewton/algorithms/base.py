@@ -39,6 +39,9 @@ from ..privacy import PrivacyLedger
 from ..seeding import RunIdentity
 
 
+RESET_NONPRIVATE = "explosion reset (uses the non-private optimum)"
+"""The non-private part a ``reset=True`` configuration switches on (its ``nonprivate_parts``)."""
+
 @dataclass
 class RunContext:
     """One run: its identity, privacy budget and randomness."""
@@ -290,7 +293,7 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
         w0 = start(w0)
     cutoff = reset_cutoff(problem, w0) if reset else np.inf
     if reset:
-        ctx.ledger.mark_nonprivate("explosion reset (uses the non-private optimum)")
+        ctx.ledger.mark_nonprivate(RESET_NONPRIVATE)
     w = w0
     wanted = ctx.loss_mask()
     losses = np.full(T + 1, np.nan)
@@ -383,7 +386,7 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     cutoffs = np.array([reset_cutoff(problem, W0[i]) if resetting[i] else np.inf for i in range(S)])
     for c, r in zip(contexts, resetting):
         if r:
-            c.ledger.mark_nonprivate("explosion reset (uses the non-private optimum)")
+            c.ledger.mark_nonprivate(RESET_NONPRIVATE)
     wanted = [c.loss_mask() for c in contexts]
     losses = [np.full(T + 1, np.nan) for T in Ts]
     elapsed = [np.zeros(T + 1) for T in Ts]

@@ -75,6 +75,9 @@ from .registry import AlgorithmSpec, AuditCase, costed, planner, register, runne
 L2_LOGISTIC = 1.0 / (6.0 * math.sqrt(3.0))
 
 
+NOISE_OFF = "noise switched off (testing only)"
+
+
 @dataclass(frozen=True)
 class CubicNewtonConfig:
     mu: float = 0.01          # L2 regularisation (strong convexity)
@@ -92,6 +95,9 @@ class CubicNewtonConfig:
         if isinstance(self.max_inner, bool) or not isinstance(self.max_inner, int) or self.max_inner < 1:
             raise ValueError(f"max_inner={self.max_inner!r} must be an integer >= 1")
         return self
+
+    def nonprivate_parts(self) -> tuple[str, ...]:
+        return () if self.noise else (NOISE_OFF,)
 
 
 def lipschitz_constants(mu: float, diameter: float) -> tuple[float, float, float]:
@@ -237,7 +243,7 @@ def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
     for ctx in contexts:
         T, rng, ledger = ctx.iterations, ctx.rng, ctx.ledger
         if not cfg.noise:
-            ledger.mark_nonprivate("noise switched off (testing only)")
+            ledger.mark_nonprivate(NOISE_OFF)
         rho_t = ctx.rho / T
         N = inner_steps(rho_t, n, d, mu, D, cfg.max_inner)
         plan = cubic_newton_plan(cfg, n, d, T, ctx.rho)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..loss import LogisticProblem
 from ..privacy.plan import PlannedRelease, PrivacyPlan
-from .base import RunContext, RunResult, check_average, iterate_single
+from .base import RESET_NONPRIVATE, RunContext, RunResult, check_average, iterate_single
 from .costs import eigh, gram
 from .gradient_descent import GRADIENT_SENSITIVITY
 from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction, overflowed
@@ -86,6 +86,9 @@ class DoubleNoiseConfig:
             raise ValueError(f"trace_coeff={coeff!r} must be > 0")
         return DoubleNoiseConfig(self.soi, self.modification, self.lambda_mode, self.lambda0,
                                  self.constants, gf, ftr, coeff, self.reg, self.reset, self.average)
+
+    def nonprivate_parts(self) -> tuple[str, ...]:
+        return (RESET_NONPRIVATE,) if self.reset else ()
 
 
 def adaptive_lambda(noisy_trace: float, n: int, rho_dir: float, cfg: DoubleNoiseConfig) -> float:

@@ -38,7 +38,7 @@ from scipy import optimize
 from ..loss import LogisticProblem
 from ..privacy.neighbouring import RELATIONS
 from ..privacy.plan import PlannedRelease, PrivacyPlan
-from .base import RunContext, RunResult, check_average, iterate_batched, per_run
+from .base import RESET_NONPRIVATE, RunContext, RunResult, check_average, iterate_batched, per_run
 from .line_search import ARMIJO_START, armijo_step, ridge_line
 from .registry import AlgorithmSpec, AuditCase, planner, register, runner
 
@@ -60,6 +60,9 @@ class GradientDescentConfig:
         check_average(self.average)
         return self
 
+    def nonprivate_parts(self) -> tuple[str, ...]:
+        return (RESET_NONPRIVATE,) if self.reset else ()
+
 
 @dataclass(frozen=True)
 class OracleConfig:
@@ -73,6 +76,10 @@ class OracleConfig:
             raise ValueError(f"line_search={self.line_search!r} is unknown; choose 'armijo' or 'exact'")
         check_average(self.average)
         return self
+
+    def nonprivate_parts(self) -> tuple[str, ...]:
+        return (f"step size by {self.line_search} line search on the exact loss",) + (
+            (RESET_NONPRIVATE,) if self.reset else ())
 
 
 GRADIENT_SENSITIVITY = "1/n: the mean of per-row gradients sigma(-m_i) z_i of norm <= 1 (§6.1)"
@@ -126,7 +133,8 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
     """DP-GD-Oracle for every context, with ``cfg`` (or ``cfg[i]`` for context i, :func:`.base.per_run`)."""
     cfgs = [c.validated() for c in per_run(cfg, contexts)]
     for ctx, k in zip(contexts, cfgs):
-        ctx.ledger.mark_nonprivate(f"step size by {k.line_search} line search on the exact loss")
+        for part in k.nonprivate_parts():
+            ctx.ledger.mark_nonprivate(part)
     plans = {id(c): gradient_plan(k, problem.n, problem.d, c.iterations, c.rho, "dp-gd-oracle")
              for c, k in zip(contexts, cfgs)}
     configs = {id(c): k for c, k in zip(contexts, cfgs)}

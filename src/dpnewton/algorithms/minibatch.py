@@ -82,6 +82,11 @@ def _expected_batch(value, n: int, frac: float, name: str) -> float:
 # ----------------------------------------------------------------------------------------------
 # DP-SGD
 # ----------------------------------------------------------------------------------------------
+def fixed_multiplier_text(multipliers) -> str:
+    """The non-private part of a configuration whose noise multipliers are fixed by hand."""
+    return f"noise multiplier(s) fixed by hand to {multipliers!r} (not calibrated)"
+
+
 @dataclass(frozen=True)
 class SgdConfig:
     batch_size: float | None = None      # expected batch size b; None: round(batch_frac * n)
@@ -93,6 +98,9 @@ class SgdConfig:
         if not self.step > 0:
             raise ValueError(f"step={self.step!r} must be > 0")
         return self
+
+    def nonprivate_parts(self) -> tuple[str, ...]:
+        return () if self.noise_multiplier is None else (fixed_multiplier_text(self.noise_multiplier),)
 
 
 def dp_sgd_step(problem: LogisticProblem, w: np.ndarray, rng: np.random.Generator,
@@ -118,7 +126,7 @@ def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdCon
             z = float(cfg.noise_multiplier)
             if not z >= 0:
                 raise ValueError(f"noise_multiplier={z!r} must be >= 0")
-            ctx.ledger.mark_nonprivate(f"noise multiplier fixed by hand to {z!r} (not calibrated)")
+            ctx.ledger.mark_nonprivate(fixed_multiplier_text(cfg.noise_multiplier))
         z = ctx.ledger.noise("gradient", z)
         rng = ctx.rng
         res = iterate_single(problem, ctx, lambda w, t: dp_sgd_step(problem, w, rng, b, z, cfg.step),
@@ -152,6 +160,9 @@ class MinibatchNewtonConfig:
         if not 0 < self.grad_frac < 1:
             raise ValueError(f"grad_frac={self.grad_frac!r} must lie in (0, 1)")
         return self
+
+    def nonprivate_parts(self) -> tuple[str, ...]:
+        return () if self.noise_multipliers is None else (fixed_multiplier_text(self.noise_multipliers),)
 
 
 def default_lambda(b_h: float) -> float:
@@ -201,7 +212,7 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
                 grad_frac=cfg.grad_frac))
         else:
             z_g, z_h = (float(v) for v in cfg.noise_multipliers)
-            ctx.ledger.mark_nonprivate(f"noise multipliers fixed by hand to {(z_g, z_h)!r} (not calibrated)")
+            ctx.ledger.mark_nonprivate(fixed_multiplier_text(cfg.noise_multipliers))
         z_g, z_h = ctx.ledger.noise("gradient", z_g), ctx.ledger.noise("direction", z_h)
         rng = ctx.rng
         sizes: list[tuple[int, int]] = []

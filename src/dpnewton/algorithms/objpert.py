@@ -139,7 +139,16 @@ def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig 
             "sigma": sigma, "mu_obj": L_CONST / sigma, "sigma_obj": sigma / n,
             "delta_obj_profile": delta_obj_spent, "gamma": gamma, "sensitivity_out": sens_out,
             "mu_out": mu_out, "sigma_out": sens_out / mu_out, "delta_out_profile": delta_out_spent,
-            "eps_spent": eps_spent, "delta_spent": delta_spent, "returned_zero": False}
+            "eps_spent": eps_spent, "delta_spent": delta_spent, "returned_zero": False,
+            **({"sum_gradient_tolerance": SUM_TOLERANCE} if neighbouring == LIBRARY_RELATION else {})}
+
+
+def n_dependent_parameters(neighbouring: str) -> tuple[str, ...]:
+    """The parameters of :func:`objpert_parameters` that are functions of n under ``neighbouring``: the
+    mean-form noise scale sigma/n and, with n private, the mean-form tolerance gamma_sum/n. A released
+    record withholds them (:mod:`dpnewton.privacy.release`); ``sigma`` and ``sum_gradient_tolerance``
+    state the same in sum form."""
+    return ("sigma_obj", "gamma") if neighbouring == LIBRARY_RELATION else ()
 
 
 def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertConfig) -> RunResult:
@@ -158,7 +167,7 @@ def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertCo
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
     losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])
     ctx.ledger.charge_event(ObjectivePerturbationEvent(ctx.epsilon, ctx.delta, tuple(params.items()), reached,
-                                                       steps, MECHANISM))
+                                                       steps, MECHANISM, n_dependent_parameters(ctx.neighbouring)))
     return RunResult(ctx.identity, theta, losses - loss_opt, np.array([0.0, elapsed]), ctx.ledger, 0,
                      {"diverged": bool(not np.isfinite(theta).all()), "iterations_ignored": ctx.iterations,
                       "solver_iterations": steps, "gradient_norm": reached})

@@ -85,6 +85,18 @@ def build_config(cls, hyper: dict, fixed: dict | None = None):
     return cls(**fixed, **hyper).validated()
 
 
+def configured_nonprivate(spec: "AlgorithmSpec", hyper: dict | None = None) -> tuple[str, ...]:
+    """The non-private parts of ``spec`` run with ``hyper``, known before any data: the card's own
+    (``nonprivate``) and those its configuration switches on (a configuration class may define
+    ``nonprivate_parts()``, e.g. a data-dependent reset or noise multipliers fixed by hand)."""
+    parts = (spec.nonprivate,) if spec.nonprivate else ()
+    if spec.config is not None:
+        cls, fixed = spec.config
+        cfg = build_config(cls, dict(hyper or {}), fixed)
+        parts += tuple(getattr(cfg, "nonprivate_parts", tuple)())
+    return parts
+
+
 @dataclass(frozen=True)
 class AlgorithmSpec:
     """An algorithm's card.

@@ -41,6 +41,12 @@ from scipy import optimize, special
 CONVERSIONS = ("paper", "bs16", "cks", "gdp", "official-fsolve")
 #: the conversion of every entry point (library, CLI, pipeline) when none is named
 DEFAULT_CONVERSION = "bs16"
+#: conversions that can grant more rho than (epsilon, delta) allows, with the reason: the benchmark
+#: keeps them to reproduce published numbers; the library's entry points refuse them
+OVERSPENDING_CONVERSIONS = {
+    "official-fsolve": "the official code's fsolve returns rho = 1e-3 whatever epsilon is asked for below "
+                       "about 0.13 (docs/algorithms.md §11.1), so the run can spend far more than epsilon",
+}
 OFFICIAL_FSOLVE_X0 = 1e-3
 _MAX_STEPS = 2200  # bracket doublings/quarterings: more than the 2^-1074 .. 2^1024 float range needs
 

@@ -110,7 +110,11 @@ class SubsampledGaussianEvent:
 @dataclass(frozen=True)
 class ObjectivePerturbationEvent:
     """One approximate-objective-perturbation release [Iyengar et al. 2019], (epsilon, delta)-DP
-    by its own analysis; ``parameters``: the (key, value) pairs of its calibration, in order."""
+    by its own analysis; ``parameters``: the (key, value) pairs of its calibration, in order.
+
+    ``gradient_norm`` and ``solver_iterations`` are read off the exact data, and the parameters named in
+    ``withheld`` are functions of the private n (e.g. a mean-form noise scale sigma/n): the benchmark's
+    records keep them (:meth:`as_dict`), a released record never does (:meth:`released`)."""
 
     target_epsilon: float
     delta: float
@@ -118,11 +122,17 @@ class ObjectivePerturbationEvent:
     gradient_norm: float
     solver_iterations: int
     mechanism: str = "approximate objective perturbation"
+    withheld: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return {"mechanism": self.mechanism, "target_epsilon": self.target_epsilon, "delta": self.delta,
                 **dict(self.parameters), "gradient_norm": self.gradient_norm,
                 "solver_iterations": self.solver_iterations}
+
+    def released(self) -> dict:
+        """:meth:`as_dict` without the solver's diagnostics and the ``withheld`` parameters."""
+        drop = {"gradient_norm", "solver_iterations", *self.withheld}
+        return {k: v for k, v in self.as_dict().items() if k not in drop}
 
     def dp_event(self):
         """``UnsupportedDpEvent``: not a composition of Gaussian releases, so no accountant of
@@ -158,6 +168,12 @@ class PrivacyLedger:
     def events(self) -> list[dict]:
         """The accounting events as dicts (copies), in the order they were charged."""
         return [dict(e) if isinstance(e, dict) else e.as_dict() for e in self.accounting_events]
+
+    def released_events(self) -> list[dict]:
+        """:attr:`events` as a released record shows them: an event's ``released()`` view where it has one
+        (no field computed from the exact data or the private n), else its dict."""
+        return [dict(e) if isinstance(e, dict) else getattr(e, "released", e.as_dict)()
+                for e in self.accounting_events]
 
     @property
     def spent_rho(self) -> float:

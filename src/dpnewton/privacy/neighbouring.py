@@ -20,9 +20,12 @@ Two relations, named in every run's record (``neighbouring``):
     reproduction uses it so that its numbers are the paper's setting.
 
 Default delta (:func:`resolve_delta`, the one place a default delta is chosen): n^-2 under
-``add-remove-public-n`` [P section 6]; under ``add-remove`` n^-2 would read the private n, so delta
-defaults to the public constant :data:`LIBRARY_DELTA`. Under both, delta >= 1/n is refused
-(:func:`check_delta_for_rows`): such a delta allows releasing a row outright.
+``add-remove-public-n`` [P section 6]. Under ``add-remove`` n^-2 would read the private n, so delta
+defaults to the public constant :data:`LIBRARY_DELTA` = 1e-10, at most 1/(10 n) for every
+n <= :data:`LIBRARY_MAX_ROWS` = 10^9 rows (a float64 column of 10^9 rows is 8 GB: any dataset that fits
+in a machine's memory). Only a relation with n public checks delta against n (:func:`check_delta_for_rows`,
+delta >= 1/n allows releasing a row outright); under ``add-remove`` such a check would itself be a
+membership test on the private n, so nothing about delta depends on the data there.
 """
 
 from __future__ import annotations
@@ -43,8 +46,11 @@ RELATION_TEXT = {
 COUNT_SHARE = 0.02
 """Share of a zCDP run's rho spent on releasing the row count under ``add-remove``."""
 COUNT_SENSITIVITY = 1.0
-LIBRARY_DELTA = 1e-5
-"""Default delta under ``add-remove``: a public constant (n^-2 would read the private n)."""
+LIBRARY_MAX_ROWS = 10**9
+"""The public row count the library's default delta is chosen for (module docstring)."""
+LIBRARY_DELTA = 1.0 / (10 * LIBRARY_MAX_ROWS)
+"""Default delta under ``add-remove``: 1e-10 = 1/(10 N) for N = :data:`LIBRARY_MAX_ROWS`, a public
+constant (n^-2 would read the private n)."""
 
 
 def check_relation(relation) -> str:
@@ -77,13 +83,17 @@ def resolve_delta(delta: float | None, relation: str, n: int) -> float:
     return default_delta(relation, n) if delta is None else float(delta)
 
 
-def check_delta_for_rows(delta: float, n: int) -> None:
-    """Refuse delta >= 1/n: an (epsilon, delta) guarantee with such a delta allows publishing a random
-    row in the clear."""
+def check_delta_for_rows(delta: float, n: int, relation: str) -> None:
+    """Refuse delta >= 1/n when n is public (``add-remove-public-n``): such an (epsilon, delta) guarantee
+    allows publishing a random row in the clear. Under ``add-remove`` n is private and nothing is checked
+    (a refusal would reveal whether n >= 1/delta); the default delta there is chosen for every n up to
+    :data:`LIBRARY_MAX_ROWS`."""
+    if check_relation(relation) == LIBRARY_RELATION:
+        return
     if delta >= 1.0 / n:
         raise ValueError(f"delta={delta!r} is at least 1/n = {1.0 / n:.3g} for n={n} rows: it allows "
-                         "releasing a row in the clear; pass a delta well below 1/n (e.g. 1e-5, or "
-                         "1/N^2 for a public bound N on the row count)")
+                         f"releasing a row in the clear; pass a delta below 1/n, e.g. the default n^-2 = "
+                         f"{paper_delta(n):.3g} (omit delta)")
 
 
 def count_rho(rho: float) -> float:
@@ -101,6 +111,7 @@ def relation_sentence(relation: str) -> str:
     return f"with respect to {RELATION_TEXT[check_relation(relation)]}"
 
 
-__all__ = ["BENCHMARK_RELATION", "COUNT_SENSITIVITY", "COUNT_SHARE", "LIBRARY_DELTA", "LIBRARY_RELATION",
+__all__ = ["BENCHMARK_RELATION", "COUNT_SENSITIVITY", "COUNT_SHARE", "LIBRARY_DELTA", "LIBRARY_MAX_ROWS",
+           "LIBRARY_RELATION",
            "RELATIONS", "RELATION_TEXT", "check_delta_for_rows", "check_relation", "count_rho",
            "default_delta", "delta_without_n", "paper_delta", "resolve_delta", "relation_sentence", "released_count"]
