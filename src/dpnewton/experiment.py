@@ -48,9 +48,18 @@ def last_iterate_only(T: int) -> np.ndarray:
     return np.zeros(0, dtype=int)
 
 
+MAX_ITERATIONS = 10**6
+"""Public cap on a run's number of updates T at every entry point: checked before any allocation, so a
+mistyped T is a clear error rather than hours of work (the largest T any shipped config uses is 76,800)."""
+
+
 def validate_iterations(iterations) -> int:
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
         raise ValueError(f"iterations={iterations!r} must be an integer >= 1")
+    if iterations > MAX_ITERATIONS:
+        raise ValueError(f"iterations={iterations!r} is above the cap of {MAX_ITERATIONS:,} updates "
+                         "(dpnewton.experiment.MAX_ITERATIONS); use fewer iterations (a full-batch method "
+                         "reaches its accuracy in far fewer)")
     return int(iterations)
 
 
