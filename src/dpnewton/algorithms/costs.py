@@ -10,7 +10,7 @@ measurement: BLAS efficiency depends on the shape, and a fused pass can be cheap
 
 from __future__ import annotations
 
-import pandas as pd
+import math
 
 GRAM_PER_D = 0.131
 EIGH_PER_D2_OVER_N = 2.166
@@ -36,8 +36,11 @@ def solve_passes(steps, n: int, d: int) -> float:
     k + 1 fused gradient-and-Hessian passes (1 + G each: one at the start and one per iterate), k d x d
     Cholesky factorisations (counted as an eigh E each, an upper bound) and the final gradient check (1):
     (k + 1)(1 + G) + k E + 1. The damped phase's line search evaluates the loss (half a pass each) a
-    number of times that the run does not record: not counted. NaN for NaN steps."""
-    if steps is None or pd.isna(steps):
+    number of times that the run does not record: not counted. NaN for missing steps (None, NaN, NA)."""
+    try:
+        k = float(steps)
+    except (TypeError, ValueError):
         return float("nan")
-    k = float(steps)
+    if math.isnan(k):
+        return k
     return (k + 1.0) * (1.0 + gram(d)) + k * eigh(n, d) + 1.0
