@@ -142,3 +142,11 @@ def test_bs16_floor_is_the_smallest_representable_epsilon(delta):
     assert floor <= rho and rho_to_epsilon(rho, delta, "bs16") <= floor * 1.01
     # the tight conversions represent every epsilon > 0
     assert epsilon_to_rho(floor * 1e-3, delta, "cks") > 0
+
+
+@pytest.mark.parametrize("rho", [1e40, 1e200, 1e308])
+def test_cks_epsilon_of_a_huge_rho_is_a_valid_bound(rho):
+    """Past rho ~ 1e30 the optimal order is below 1 + 1e-15: the bound at that order is still valid
+    (CKS Prop. 12 holds at every alpha > 1), at least rho and never below the exact GDP epsilon."""
+    eps = rho_to_epsilon(rho, 1e-10, "cks")
+    assert eps >= rho and eps <= rho_to_epsilon(rho, 1e-10, "bs16") * (1 + 1e-12) or eps == float("inf")

@@ -81,12 +81,17 @@ def _bs16_epsilon(rho: float, delta: float) -> float:
 
 
 def _cks_optimal_order(rho: float, delta: float) -> float:
-    """Root of rho (alpha-1)^2 + log(alpha delta) = 0, the minimiser of the CKS bound."""
+    """Root of rho (alpha-1)^2 + log(alpha delta) = 0, the minimiser of the CKS bound; 1 + 1e-15 when the
+    root lies below it (rho above ~1e30 log(1/delta)): the bound holds at every alpha > 1, so a
+    non-optimal order gives a valid, looser epsilon."""
     f = lambda a: rho * (a - 1.0) ** 2 + math.log(a) + math.log(delta)  # noqa: E731
+    lo = 1.0 + 1e-15
+    if f(lo) >= 0:
+        return lo
     hi = 1.0 / delta
     if hi > 1e150 and rho > 0:  # (hi - 1)^2 would overflow; f(1 + sqrt(log(1/delta)/rho)) >= 0 also brackets
         hi = min(hi, 1.0 + math.sqrt(-math.log(delta) / rho))
-    return optimize.brentq(f, 1.0 + 1e-15, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+    return optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
 def _cks_epsilon(rho: float, delta: float) -> float:
