@@ -232,3 +232,18 @@ def test_run_on_own_data_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
 def test_run_refuses_before_any_data(tmp_path, capsys, args, message):
     assert main(["run", "--data", str(tmp_path / "absent.csv"), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_long_runs_report_progress_on_stderr(tmp_path, monkeypatch, capsys):
+    """A run longer than progress.EVERY_SECONDS says how far it is (here: every update)."""
+    from dpnewton.algorithms import progress
+
+    monkeypatch.setattr(progress, "EVERY_SECONDS", 0.0)
+    assert main(["run", "--dataset", "synthetic", "--algorithm", "dp-gd", "--epsilon", "1", "-T", "3",
+                 "--seed", "0", "--json", "--cache-dir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "dpnewton: dp-gd on synthetic at epsilon 1, T = 3, seed 0: update 2 of 3 (67 %)" in err
+    monkeypatch.setattr(progress, "EVERY_SECONDS", 3600.0)
+    assert main(["run", "--dataset", "synthetic", "--algorithm", "dp-gd", "--epsilon", "1", "-T", "3",
+                 "--seed", "0", "--json", "--cache-dir", str(tmp_path)]) == 0
+    assert "update" not in capsys.readouterr().err                       # short runs say nothing

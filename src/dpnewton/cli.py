@@ -420,9 +420,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_progress() -> None:
+    """Progress lines of long runs (:mod:`dpnewton.algorithms.progress`) on stderr, once per process."""
+    import logging
+
+    class ToStderr(logging.Handler):   # the current sys.stderr at each line
+        def emit(self, record):
+            print(f"dpnewton: {record.getMessage()}", file=sys.stderr)
+
+    logger = logging.getLogger("dpnewton.progress")
+    if not any(isinstance(h, ToStderr) or type(h).__name__ == "ToStderr" for h in logger.handlers):
+        logger.addHandler(ToStderr())
+        logger.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _show_progress()
     try:
         return int(args.func(args) or 0)
     except ValueError as exc:

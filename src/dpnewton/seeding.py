@@ -47,6 +47,11 @@ class RunIdentity:
     seed: int | None
     iterations: int
 
+    def label(self) -> str:
+        """The run in words (progress lines): algorithm, dataset, epsilon, T and seed."""
+        return (f"{self.algorithm} on {self.dataset} at epsilon {self.epsilon:g}, T = {self.iterations}"
+                + ("" if self.seed is None else f", seed {self.seed}"))
+
     def key(self, stream: str = "main") -> str:
         if self.seed is None:
             raise ValueError("a run with seed=None has no reproducible key")

@@ -234,9 +234,11 @@ def test_fit_releases_the_average():
     rng = np.random.default_rng(3)
     X = rng.standard_normal((200, 4))
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    out = fit(X, y, "precond-dp-gd", 1.0, iterations=6, seed=0, average="uniform")
-    assert np.array_equal(out.weights, out.run.w) and not np.array_equal(out.weights, out.run.w_last)
-    assert out.record["excess_loss"] == out.run.averaged_excess_loss
+    out = fit(X, y, "precond-dp-gd", 1.0, iterations=6, seed=0, average="uniform", excess_loss=True)
+    last = fit(X, y, "precond-dp-gd", 1.0, iterations=6, seed=0, excess_loss=True)     # the same trajectory
+    assert not np.array_equal(out.weights, last.weights) and out.ledger.entries == last.ledger.entries
+    assert out.evaluation["last_iterate_excess_loss"] == last.evaluation["excess_loss"]
+    assert out.evaluation["excess_loss"] != last.evaluation["excess_loss"]
 
 
 def test_estimator_releases_the_average_with_the_same_privacy_record():

@@ -37,6 +37,7 @@ import numpy as np
 from ..loss import LogisticProblem
 from ..privacy import PrivacyLedger
 from ..seeding import RunIdentity
+from .progress import Progress
 
 
 RESET_NONPRIVATE = "explosion reset (uses the non-private optimum)"
@@ -302,7 +303,9 @@ def iterate_single(problem: LogisticProblem, ctx: RunContext, step: StepFn, rese
     resets = 0
     total = 0.0
     sums = WindowSums(T, averages, problem.d, problem.n) if full_margins else None
+    progress = Progress(ctx.identity.label(), T)
     for t in range(T):
+        progress.step(t)
         start = time.perf_counter()
         if full_margins:
             w_next, m = step(w, t)
@@ -393,7 +396,10 @@ def iterate_batched(problem: LogisticProblem, contexts: list[RunContext], step: 
     totals = np.zeros(S)
     resets = np.zeros(S, dtype=int)
     sums = [WindowSums(int(Ts[i]), averages[i], d, problem.n) for i in range(S)]
+    progress = Progress(contexts[0].identity.label() if S == 1 else f"{S} runs of {contexts[0].identity.algorithm}"
+                        if S else "", int(Ts.max()) if S else 0)
     for t in range(int(Ts.max()) if S else 0):
+        progress.step(t)
         active = np.flatnonzero(Ts > t)
         start = time.perf_counter()
         Wa = W[active]
