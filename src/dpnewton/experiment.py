@@ -33,7 +33,7 @@ from .io import to_json
 from .loss import LogisticProblem
 from .privacy import (DEFAULT_CONVERSION, PrivacyLedger, check_conversion, check_epsilon_delta, epsilon_to_rho,
                       official_fsolve_failed, rho_to_epsilon)
-from .privacy.conversions import OVERSPENDING_CONVERSIONS
+from .privacy.conversions import OVERSPENDING_CONVERSIONS, pure_rho
 from .privacy.neighbouring import (BENCHMARK_RELATION, COUNT_SENSITIVITY, LIBRARY_RELATION, check_delta_for_rows,
                                    check_relation, count_rho, delta_without_n, released_count, resolve_delta)
 from .seeding import RunIdentity, validate_seed
@@ -82,6 +82,13 @@ def check_run(algorithm: str, epsilon: float, delta: float | None, iterations, c
         validate_iterations(T)
     check_conversion(conversion)
     known = delta if delta is not None else delta_without_n(neighbouring)
+    if known is not None and not isinstance(known, bool) and known == 0:
+        if not spec.pure_dp:
+            pure = sorted(name for name, other in ALGORITHMS.items() if other.pure_dp)
+            raise ValueError(f"delta=0 (pure epsilon-DP) needs an algorithm with a pure mechanism "
+                             f"({', '.join(pure)}); algorithm={algorithm!r} needs a delta > 0")
+        known = None
+        pure_rho(epsilon)                            # epsilon checked; no conversion at delta = 0
     check_epsilon_delta(epsilon, 0.5 if known is None else known)
     if spec.config is not None:
         cls, fixed = spec.config
@@ -116,6 +123,8 @@ def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str,
     (:func:`~dpnewton.privacy.neighbouring.check_delta_for_rows`: nothing reads n under ``add-remove``);
     rho via ``conversion``."""
     delta = resolve_delta(delta, neighbouring, n)
+    if delta == 0.0:                                 # pure epsilon-DP (check_run: a pure_dp card)
+        return 0.0, pure_rho(epsilon)
     check_epsilon_delta(epsilon, delta)
     check_delta_for_rows(delta, n, neighbouring)
     return delta, epsilon_to_rho(epsilon, delta, conversion)

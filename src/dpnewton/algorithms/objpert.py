@@ -53,6 +53,16 @@ delta at the calibration and the parts' sums (eps_spent, delta_spent); the parts
 :func:`~dpnewton.privacy.objpert_profile.check_spend`, which raises PrivacyBudgetExceeded if they
 exceed (epsilon, delta).
 
+Pure epsilon-DP (delta = 0; :func:`pure_parameters`): the same objective and split, with the Gaussians
+replaced by L2-norm Laplace noise (:mod:`dpnewton.privacy.norm_laplace`). Given theta^ = t, the density of t
+on D is p_b(b_D(t)) |det grad b_D(t)|, b_D(t) = -grad(sum_D l)(t) - Lambda t; adding a row z moves b by
+l'(<z, t>) z (norm <= L) and multiplies the Jacobian by 1 + l'' z^T (H + Lambda I)^-1 z <= 1 + beta/Lambda.
+With p_b(b) proportional to exp(-eps_noise ||b|| / L) the log-density ratio is at most
+eps0 + eps_noise = eps_obj [Chaudhuri, Monteleoni & Sarwate 2011, JMLR, Theorem 9 (their Algorithm 2);
+Kifer, Smith & Thakurta 2012, Theorem 2], with eps0 = log(1 + beta/Lambda) from the Lambda rule above.
+The output noise has density proportional to exp(-eps_out ||v|| / Delta_out) (eps_out-DP given t), and
+basic composition gives eps_obj + eps_out = epsilon at delta = 0.
+
 Not iterative: T is ignored (the pipeline gives T = 1). The result has two points: excess_loss =
 [excess at theta = 0, excess at the output], elapsed = [0, calibration + solver time].
 """
@@ -70,6 +80,7 @@ from ..privacy.conversions import _gdp_delta, check_epsilon_delta
 from ..privacy.ledger import ObjectivePerturbationEvent
 from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION
 from ..privacy.neighbouring import RELATIONS
+from ..privacy.norm_laplace import norm_laplace, norm_laplace_scale
 from ..privacy.objpert_profile import (calibrate_sigma, check_spend, gaussian_mu_for, jacobian_epsilon,
                                        lambda_for_share, objpert_delta)
 from .aop import minimize_objective
@@ -84,6 +95,7 @@ MAX_NEWTON_ITERATIONS = 100
 TOLERANCE = 1e-12    # gamma on the mean-form gradient, the same for every n (n public)
 SUM_TOLERANCE = 1e-6  # gamma_sum on the sum-form gradient (n private): mean form gamma_sum/n, 1e-12 at n = 1e6
 MECHANISM = "objective perturbation, tight profile (Redberg-Koskela-Wang 2023)"
+MECHANISM_PURE = "objective perturbation, pure epsilon-DP (Chaudhuri-Monteleoni-Sarwate 2011)"
 
 
 @dataclass(frozen=True)
@@ -143,31 +155,68 @@ def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig 
             **({"sum_gradient_tolerance": SUM_TOLERANCE} if neighbouring == LIBRARY_RELATION else {})}
 
 
+def pure_parameters(epsilon: float, n: int, cfg: ObjpertConfig = ObjpertConfig(),
+                    neighbouring: str = BENCHMARK_RELATION) -> dict:
+    """delta = 0 (module docstring): the split eps_out = OUTPUT_FRAC epsilon, eps0 from the Lambda rule,
+    eps_noise = eps_obj - eps0 > 0; the objective noise's sum-form scale L / eps_noise and the output
+    noise's scale Delta_out / eps_out (:func:`~dpnewton.privacy.norm_laplace.norm_laplace_scale`)."""
+    if not (isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and math.isfinite(epsilon)
+            and epsilon > 0):
+        raise ValueError(f"epsilon={epsilon!r} must be a finite number > 0")
+    cfg = cfg.validated()
+    eps_out = OUTPUT_FRAC * epsilon
+    eps_obj = epsilon - eps_out
+    lam = lambda_for_share(eps_obj, cfg.jacobian_share, BETA) if cfg.Lambda is None else float(cfg.Lambda)
+    eps0 = jacobian_epsilon(lam, BETA)
+    eps_noise = eps_obj - eps0
+    if not eps_noise > 0:
+        raise ValueError(f"Lambda={lam:.6g}: its Jacobian term eps0 = log(1 + beta/Lambda) = {eps0:.6g} leaves "
+                         f"nothing of eps_obj = {eps_obj:.6g} for the noise; pass a larger public Lambda")
+    scale = norm_laplace_scale(L_CONST, eps_noise)
+    gamma, sens_lambda = solver_tolerance(n, neighbouring)
+    sens_out = sens_lambda / lam
+    return {"output_frac": OUTPUT_FRAC, "jacobian_share": None if cfg.Lambda is not None else cfg.jacobian_share,
+            "eps_obj": eps_obj, "eps_out": eps_out, "L": L_CONST, "beta": BETA, "Lambda": lam, "eps0": eps0,
+            "eps_noise": eps_noise, "scale": scale, "scale_obj": scale / n, "gamma": gamma,
+            "sensitivity_out": sens_out, "scale_out": norm_laplace_scale(sens_out, eps_out),
+            "eps_spent": eps0 + eps_noise + eps_out, "delta_spent": 0.0, "returned_zero": False,
+            **({"sum_gradient_tolerance": SUM_TOLERANCE} if neighbouring == LIBRARY_RELATION else {})}
+
+
 def n_dependent_parameters(neighbouring: str) -> tuple[str, ...]:
     """The parameters of :func:`objpert_parameters` that are functions of n under ``neighbouring``: the
     mean-form noise scale sigma/n and, with n private, the mean-form tolerance gamma_sum/n. A released
     record withholds them (:mod:`dpnewton.privacy.release`); ``sigma`` and ``sum_gradient_tolerance``
     state the same in sum form."""
-    return ("sigma_obj", "gamma") if neighbouring == LIBRARY_RELATION else ()
+    return ("sigma_obj", "scale_obj", "gamma") if neighbouring == LIBRARY_RELATION else ()
 
 
 def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertConfig) -> RunResult:
     n, d, rng = problem.n, problem.d, ctx.rng
     start = time.perf_counter()
-    params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg, ctx.neighbouring)
-    b = ctx.ledger.noise("objective", params["sigma_obj"]) * rng.standard_normal(d)
+    pure = ctx.delta == 0.0
+    if pure:
+        params = pure_parameters(ctx.epsilon, n, cfg, ctx.neighbouring)
+        b = norm_laplace(rng, d, ctx.ledger.noise("objective", params["scale_obj"]))
+    else:
+        params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg, ctx.neighbouring)
+        b = ctx.ledger.noise("objective", params["sigma_obj"]) * rng.standard_normal(d)
     try:
         theta_hat, reached, steps = minimize_objective(problem, params["Lambda"], b, params["gamma"],
                                                        MAX_NEWTON_ITERATIONS)
     except RuntimeError as err:
         raise RuntimeError(f"objpert: {err} "
                            "(objpert's cap: dpnewton.algorithms.objpert.MAX_NEWTON_ITERATIONS)") from err
-    theta = theta_hat + ctx.ledger.noise("output", params["sigma_out"]) * rng.standard_normal(d)
+    if pure:
+        theta = theta_hat + norm_laplace(rng, d, ctx.ledger.noise("output", params["scale_out"]))
+    else:
+        theta = theta_hat + ctx.ledger.noise("output", params["sigma_out"]) * rng.standard_normal(d)
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
     losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])
     ctx.ledger.charge_event(ObjectivePerturbationEvent(ctx.epsilon, ctx.delta, tuple(params.items()), reached,
-                                                       steps, MECHANISM, n_dependent_parameters(ctx.neighbouring)))
+                                                       steps, MECHANISM_PURE if pure else MECHANISM,
+                                                       n_dependent_parameters(ctx.neighbouring)))
     return RunResult(ctx.identity, theta, losses - loss_opt, np.array([0.0, elapsed]), ctx.ledger, 0,
                      {"diverged": bool(not np.isfinite(theta).all()), "iterations_ignored": ctx.iterations,
                       "solver_iterations": steps, "gradient_norm": reached})
@@ -182,7 +231,7 @@ def run_objpert(problem: LogisticProblem, contexts: list[RunContext],
 register(AlgorithmSpec("objpert", runner(ObjpertConfig, run_objpert),
                        "objective perturbation with the tight privacy profile (Redberg-Koskela-Wang 2023) "
                        "+ approximate-minimum output noise, on Z; T is ignored", label="objpert", role="one-shot",
-                       paper=False, iterative=False, timed_as="hess-clip", relations=RELATIONS,
+                       paper=False, iterative=False, timed_as="hess-clip", relations=RELATIONS, pure_dp=True,
                        # its output noise is tiny (tolerance 1e-12): the output level sees the objective-
                        # perturbation release almost unblurred (docs/algorithms.md §15)
                        audit=(AuditCase("objpert", ("output", "objective-release"), "objective perturbation, "

@@ -113,7 +113,8 @@ class AlgorithmSpec:
     required exactly when the role is "non-private step"), ``plan``, ``relations`` (the neighbouring
     relations its noise calibration covers, :mod:`dpnewton.privacy.neighbouring`), ``timed_as`` (a
     one-shot method: the timed algorithm whose update stands for one Newton step of its solve),
-    ``kept_iterates`` (it keeps every iterate: memory (T + 1) x d), ``edge_note`` (why its best T may
+    ``kept_iterates`` (it keeps every iterate: memory (T + 1) x d), ``pure_dp`` (with delta = 0 it runs a
+    pure epsilon-DP mechanism: delta = 0 is accepted only by such a card), ``edge_note`` (why its best T may
     sit at a grid edge, printed beside such cells), ``loss_note`` (why its excess loss is not comparable
     with the other methods', e.g. measured on another objective: the loss figures leave it out and their
     captions say why).
@@ -133,6 +134,7 @@ class AlgorithmSpec:
     nonprivate: str = ""
     plan: Callable[..., PrivacyPlan] | None = None
     relations: tuple[str, ...] = (BENCHMARK_RELATION,)
+    pure_dp: bool = False
     timed_as: str = ""
     kept_iterates: bool = False
     edge_note: str = ""

@@ -57,6 +57,13 @@ def check_conversion(conversion: str) -> None:
         raise ValueError(f"conversion={conversion!r} is unknown; choose one of {', '.join(CONVERSIONS)}")
 
 
+def pure_rho(epsilon: float) -> float:
+    """rho = epsilon^2 / 2: an epsilon-DP mechanism is (epsilon^2/2)-zCDP [BS16 Proposition 1.4]. The nominal
+    budget recorded for a pure (delta = 0) run; the pure mechanisms calibrate to epsilon itself."""
+    check_epsilon_delta(epsilon, 0.5)
+    return 0.5 * float(epsilon) ** 2
+
+
 def check_epsilon_delta(epsilon: float, delta: float) -> None:
     """Raise ValueError naming the argument when epsilon or delta is out of range."""
     if not (isinstance(epsilon, (int, float, np.floating)) and not isinstance(epsilon, bool)
