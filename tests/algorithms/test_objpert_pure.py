@@ -65,3 +65,17 @@ def test_empirical_audit_of_the_pure_mechanism(broken, caught):
     pos = _released(D_prime, broken, 3000, epsilon, 1)
     bound = threshold_audit(neg, pos, delta=0.0).epsilon_lb
     assert (bound > epsilon) == caught, bound
+
+
+@pytest.mark.parametrize("delta", [None, 0])
+@pytest.mark.parametrize("epsilon", [300.0, 3000.0, 1e5])
+def test_large_epsilon_fits_and_beyond_the_cap_is_a_clear_error(epsilon, delta):
+    """Lambda's public floor keeps the objective solvable at large epsilon (without it: Newton missed its
+    tolerance at epsilon 300 and Cholesky failed at 3000); above MAX_EPSILON a clear refusal."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((300, 4))
+    y = np.where(X @ np.array([3.0, -2.0, 1.0, 0.5]) > 0, 1.0, -1.0)      # separable: the hardest case
+    fit = dpnewton.fit(X / 4, y, "objpert", epsilon=epsilon, delta=delta, seed=0)
+    assert np.isfinite(fit.weights).all() and np.mean(np.sign(X @ fit.weights) == y) > 0.9
+    with pytest.raises(ValueError, match="above objpert's cap of 1e\\+06: no privacy is left"):
+        dpnewton.fit(X / 4, y, "objpert", epsilon=1e300, delta=delta, seed=0)

@@ -21,7 +21,8 @@ the mean form, i.e. :func:`.aop.aop_objective` with Lambda and the noise b/n (st
    delta_out = 0.01 delta for the output Gaussian; eps_obj = eps - eps_out, delta_obj = delta - delta_out.
 2. Lambda rule (declared, data-independent; :data:`JACOBIAN_SHARE` = 0.1): the Jacobian term
    eps0 = log(1 + beta/Lambda) gets 10 % of eps_obj, Lambda = beta/(exp(0.1 eps_obj) - 1) (sum form;
-   2.4 at eps = 1, 25 at eps = 0.1). ``Lambda=...`` fixes it instead (infeasible if eps0 >= eps_obj: ValueError).
+   2.4 at eps = 1, 25 at eps = 0.1), at least :data:`LAMBDA_FLOOR` = 0.01 (:func:`regulariser`).
+   ``Lambda=...`` fixes it instead (infeasible if eps0 >= eps_obj: ValueError).
 3. sigma: the root of delta_op(eps_obj; sigma, Lambda) = delta_obj (:func:`calibrate_sigma`), stepped up
    until delta_op <= delta_obj.
 4. Solve: b drawn once; Newton with the exact Hessian (:func:`.aop.minimize_objective`, the project's
@@ -92,6 +93,8 @@ BETA = 0.25            # 0 <= l'' <= 1/4
 OUTPUT_FRAC = 0.01     # share of epsilon and of delta for the output Gaussian
 JACOBIAN_SHARE = 0.1   # share of eps_obj spent on the Jacobian term eps0 = log(1 + beta/Lambda)
 MAX_NEWTON_ITERATIONS = 100
+LAMBDA_FLOOR = 1e-2   # the smallest sum-form Lambda the rule gives (regulariser)
+MAX_EPSILON = 1e6     # above it the calibration leaves float64's range, and the guarantee means nothing
 TOLERANCE = 1e-12    # gamma on the mean-form gradient, the same for every n (n public)
 SUM_TOLERANCE = 1e-6  # gamma_sum on the sum-form gradient (n private): mean form gamma_sum/n, 1e-12 at n = 1e6
 MECHANISM = "objective perturbation, tight profile (Redberg-Koskela-Wang 2023)"
@@ -115,6 +118,26 @@ class ObjpertConfig:
         return self
 
 
+def check_epsilon_cap(epsilon: float) -> None:
+    """ValueError above :data:`MAX_EPSILON`, before any noise is drawn."""
+    if epsilon > MAX_EPSILON:
+        raise ValueError(f"epsilon={epsilon!r} is above objpert's cap of {MAX_EPSILON:g}: no privacy is left at such "
+                         "an epsilon; fit a non-private model (e.g. scikit-learn's LogisticRegression) instead")
+
+
+def regulariser(eps_obj: float, cfg: ObjpertConfig) -> float:
+    """Lambda (sum form): ``cfg.Lambda`` when given, else the Jacobian-share rule
+    beta/(exp(share eps_obj) - 1), floored at :data:`LAMBDA_FLOOR` (the rule's Lambda falls below it only
+    above eps_obj = log(1 + beta/LAMBDA_FLOOR)/share ~ 33; a larger Lambda only lowers eps0, and the
+    calibration spends the rest on the noise). A public rule: without the floor, a Lambda of 1e-14 at
+    epsilon = 300 leaves a problem Newton cannot solve to the tolerance."""
+    if cfg.Lambda is not None:
+        return float(cfg.Lambda)
+    if cfg.jacobian_share * eps_obj >= math.log1p(BETA / LAMBDA_FLOOR):
+        return LAMBDA_FLOOR
+    return lambda_for_share(eps_obj, cfg.jacobian_share, BETA)
+
+
 def output_sensitivity(n: int, lam: float, gamma: float) -> float:
     """Delta_out = r(n) + r(n + 1), r(m) = m gamma/Lambda (module docstring; n public)."""
     if n < 2:
@@ -133,10 +156,11 @@ def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig 
                        neighbouring: str = BENCHMARK_RELATION) -> dict:
     """The split, Lambda, sigma (sum form), the noise scales of the run and the spend check."""
     check_epsilon_delta(epsilon, delta)
+    check_epsilon_cap(epsilon)
     cfg = cfg.validated()
     eps_out, delta_out = OUTPUT_FRAC * epsilon, OUTPUT_FRAC * delta
     eps_obj, delta_obj = epsilon - eps_out, delta - delta_out
-    lam = lambda_for_share(eps_obj, cfg.jacobian_share, BETA) if cfg.Lambda is None else float(cfg.Lambda)
+    lam = regulariser(eps_obj, cfg)
     sigma = calibrate_sigma(eps_obj, delta_obj, lam, L_CONST, BETA)
     delta_obj_spent = objpert_delta(eps_obj, sigma, lam, L_CONST, BETA)
     gamma, sens_lambda = solver_tolerance(n, neighbouring)
@@ -163,10 +187,11 @@ def pure_parameters(epsilon: float, n: int, cfg: ObjpertConfig = ObjpertConfig()
     if not (isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and math.isfinite(epsilon)
             and epsilon > 0):
         raise ValueError(f"epsilon={epsilon!r} must be a finite number > 0")
+    check_epsilon_cap(epsilon)
     cfg = cfg.validated()
     eps_out = OUTPUT_FRAC * epsilon
     eps_obj = epsilon - eps_out
-    lam = lambda_for_share(eps_obj, cfg.jacobian_share, BETA) if cfg.Lambda is None else float(cfg.Lambda)
+    lam = regulariser(eps_obj, cfg)
     eps0 = jacobian_epsilon(lam, BETA)
     eps_noise = eps_obj - eps0
     if not eps_noise > 0:

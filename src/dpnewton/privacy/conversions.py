@@ -61,7 +61,7 @@ def pure_rho(epsilon: float) -> float:
     """rho = epsilon^2 / 2: an epsilon-DP mechanism is (epsilon^2/2)-zCDP [BS16 Proposition 1.4]. The nominal
     budget recorded for a pure (delta = 0) run; the pure mechanisms calibrate to epsilon itself."""
     check_epsilon_delta(epsilon, 0.5)
-    return 0.5 * float(epsilon) ** 2
+    return 0.5 * float(epsilon) * float(epsilon)     # inf past 1e154, never an OverflowError
 
 
 def check_epsilon_delta(epsilon: float, delta: float) -> None:
