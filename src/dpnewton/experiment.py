@@ -85,7 +85,7 @@ def check_run(algorithm: str, epsilon: float, delta: float | None, iterations, c
     if known is not None and not isinstance(known, bool) and known == 0:
         if not spec.pure_dp:
             pure = sorted(name for name, other in ALGORITHMS.items() if other.pure_dp)
-            raise ValueError(f"delta=0 (pure epsilon-DP) needs an algorithm with a pure mechanism "
+            raise ValueError(f"delta={known!r} (pure epsilon-DP) needs an algorithm with a pure mechanism "
                              f"({', '.join(pure)}); algorithm={algorithm!r} needs a delta > 0")
         known = None
         pure_rho(epsilon)                            # epsilon checked; no conversion at delta = 0
