@@ -189,5 +189,6 @@ def test_cli_run_takes_precision(tmp_path, capsys):
     for prec, record in records.items():
         problem = load_problem_from_prepared(prepared, precision=prec)
         (res,) = run_algorithm(problem, "synthetic", "dp-gd", 1.0, [0], [3], neighbouring=LIBRARY_RELATION)
-        assert record["evaluation"]["excess_loss"] == res.released_excess_loss   # the CLI ran the problem of its --precision
+        # the CLI ran the problem of its --precision
+        assert record["evaluation"]["excess_loss"] == res.released_excess_loss
     assert records["float64"]["evaluation"]["excess_loss"] != records["float32"]["evaluation"]["excess_loss"]

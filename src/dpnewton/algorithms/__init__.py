@@ -8,11 +8,11 @@ from . import gradient_descent, double_noise, minibatch, cubic_newton  # noqa: F
 from . import precond, damped_newton, aop, objpert  # noqa: F401
 from .base import RunContext, RunResult
 from .registry import (ALGORITHMS, AUDIT_CANARIES, AUDIT_LEVELS, ENTRY_POINT_GROUP, ROLES, AlgorithmSpec, AuditCase,
-                       build_config, configured_nonprivate, costed, get_algorithm, load_plugins, planner, register, runner, with_role,
-                       with_train_accuracy)
+                       build_config, configured_nonprivate, costed, get_algorithm, load_plugins, planner, register,
+                       runner, with_role, with_train_accuracy)
 
 PLUGINS = load_plugins()
 
 __all__ = ["ALGORITHMS", "AUDIT_CANARIES", "AUDIT_LEVELS", "AlgorithmSpec", "AuditCase", "ENTRY_POINT_GROUP",
-           "PLUGINS", "ROLES", "RunContext", "RunResult", "build_config", "configured_nonprivate", "costed", "get_algorithm", "planner",
-           "register", "runner", "with_role", "with_train_accuracy"]
+           "PLUGINS", "ROLES", "RunContext", "RunResult", "build_config", "configured_nonprivate", "costed",
+           "get_algorithm", "planner", "register", "runner", "with_role", "with_train_accuracy"]
