@@ -152,6 +152,7 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
 
 register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
                        label="DP-GD", role="first-order", paper=True, passes=lambda n, d, hyper: (1.0, 1.0),
+                       calibration="zcdp-plan", family="gradient descent", colour="#1f77b4", marker="o",
                        audit=(AuditCase("dp-gd", ("output",), "T=1, step 4: one Gaussian release"),
                               AuditCase("dp-gd-T5", ("output",), "T=5, step 0.05 (small step keeps the canary's "
                                         "effect on w_T undamped)", iterations=5, hyper={"step": 0.05})),
@@ -160,6 +161,7 @@ register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", label="DP-GD-Oracle",
                        role="non-private step", paper=True, batched=True, lockstep=True,
+                       calibration="zcdp-plan", family="gradient descent", colour="#7f7f7f", marker="o",
                        nonprivate="line-search step size",
                        audit=(),  # its gradient releases are DP-GD's (audited on dp-gd's card)
                        # a gradient pass + ORACLE_LOSS_EVALS loss evaluations (half a pass each) per update

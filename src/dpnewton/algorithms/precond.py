@@ -229,6 +229,7 @@ register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd)
                        "clipped at lambda_mult * sigma_B * sqrt(d) (or lambda_mode=adaptive); step 1, "
                        "precond_frac 0.1 of rho for B; refresh=k: SOI at w_t every k steps",
                        label="precond-dp-gd", role="second-order", paper=False,
+                       calibration="zcdp-plan", family="gradient descent", colour="#6b6ecf", marker="o",
                        # opposed canary: B unchanged (+-u give the same u u^T), the output audits the gradient
                        # release through P^-1; SOI canary: moves B's entry (1, 1) by 1/(4(n+1)); precond_frac 0.9
                        # (a production option) gives the curvature release enough budget to be auditable

@@ -3,9 +3,9 @@
 
 Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
 epsilon). Axis labels and titles state that T was selected non-privately. A configuration has one colour,
-line style, marker and legend label in every figure (:func:`method_styles`): the colour is its algorithm's
-(:data:`PALETTE`, in the registry's order), a shade of it (and a marker) per tuning variant, and the line
-style says how the model is released. Legends and notes sit below the panels, never over the data.
+line style, marker and legend label in every figure (:func:`method_styles`): the colour and marker are its
+algorithm card's (``colour``, ``marker``: a new card never restyles another), a shade of the colour (and another
+marker) per further tuning variant, and the line style says how the model is released. Legends and notes sit below the panels, never over the data.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import colorsys
 import math
 import shutil
 import textwrap
+import zlib
 from pathlib import Path
 
 import matplotlib
@@ -27,6 +28,7 @@ from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
 from ..algorithms import ALGORITHMS  # noqa: E402
+from ..algorithms.registry import MARKERS  # noqa: E402
 from .frontier import to_long  # noqa: E402
 from .timing import cost_lookup, runtime_column  # noqa: E402
 
@@ -41,15 +43,11 @@ TRIVIAL_LOG_LOSS_LABEL = "trivial w=0 (ln 2)"
 #: the reference lines, listed after the methods in a legend
 REFERENCES = (TRIVIAL_LABEL, FLOOR_LABEL, OPTIMUM_LABEL, TRIVIAL_LOG_LOSS_LABEL)
 
-#: one colour per registered algorithm, the k-th of :data:`dpnewton.algorithms.ALGORITHMS` taking colour k
-#: (cycling past the end): sixteen hues that stay apart on a white background
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#7f7f7f", "#bcbd22",
-           "#008080", "#6b6ecf", "#f032e6", "#808000", "#17becf", "#800000", "#f6a600", "#e377c2")
 #: an algorithm's tuning variants (configurations that differ in more than their ``average``) in turn: the
-#: lightness of its colour (hue and saturation kept; 0 = the colour itself, -1 the darkest, 1 the lightest
-#: shade, :func:`_shade`) and the marker of the figures with one point per epsilon
+#: lightness of its card's colour (hue and saturation kept; 0 = the colour itself, -1 the darkest, 1 the
+#: lightest shade, :func:`_shade`); the first variant has the card's marker, the others the next of
+#: :data:`~dpnewton.algorithms.registry.MARKERS` in turn (the figures with one point per epsilon)
 SHADES = (0.0, -0.5, 0.45, -0.9, 0.85, -0.25, 0.2)
-MARKERS = ("o", "s", "^", "v", "D", "P", "X")
 #: lightness range of the shades
 DARKEST, LIGHTEST = 0.2, 0.8
 #: line style by release: the last iterate, an average of iterates (``average`` other than none), and the
@@ -73,10 +71,26 @@ def _shade(colour, amount: float) -> str:
     return to_hex(colorsys.hls_to_rgb(h, lightness + abs(amount) * (bound - lightness), s))
 
 
+def card_style(name: str) -> tuple[str, str]:
+    """(colour, marker) of an algorithm: its card's; a name without a card (a caller's own series) gets a
+    colour and marker derived from the name alone (a stable hash), so no other series moves."""
+    if name in ALGORITHMS:
+        return ALGORITHMS[name].colour, ALGORITHMS[name].marker
+    h = zlib.crc32(name.encode())
+    return to_hex(colorsys.hls_to_rgb((h % 360) / 360.0, 0.45, 0.6)), MARKERS[h % len(MARKERS)]
+
+
+def _variant_marker(marker: str, k: int) -> str:
+    """The marker of an algorithm's k-th tuning variant: its card's for the first, then the others in turn."""
+    others = [m for m in MARKERS if m != marker]
+    return marker if k == 0 else others[(k - 1) % len(others)]
+
+
 def method_styles(methods) -> dict[str, dict]:
     """Colour, line style, marker and legend label (``plot`` keywords) of each configuration, the same in every
     figure of a run, in legend order: by algorithm (registry order), then tuning variant, then release. The
-    figures of curves draw no markers (:func:`_curve`).
+    figures of curves draw no markers (:func:`_curve`). An algorithm's colour and marker are its card's
+    (:func:`card_style`): they depend on no other card.
 
     ``methods``: name -> {"base": its registered algorithm, "average": its release, "variant": a key equal for
     configurations that differ only in ``average``} (:func:`dpnewton.pipeline.figures.style_order`; the
@@ -97,9 +111,10 @@ def method_styles(methods) -> dict[str, dict]:
         role = ALGORITHMS[base].role if base in ALGORITHMS else ""
         nonprivate = role == "non-private step"
         shade = variants[base].index(key["variant"])
-        styles[name] = {"color": _shade(PALETTE[order.index(base) % len(PALETTE)], SHADES[shade % len(SHADES)]),
+        colour, marker = card_style(base)
+        styles[name] = {"color": _shade(colour, SHADES[shade % len(SHADES)]),
                         "ls": LINES["non-private step" if nonprivate else "private", averaged],
-                        "marker": MARKERS[shade % len(MARKERS)],
+                        "marker": _variant_marker(marker, shade),
                         "label": label(name) + (" (non-private step)" if nonprivate else "")}
         rank[name] = (order.index(base), shade, averaged)
     return {name: styles[name] for name in sorted(styles, key=lambda n: rank[n])}
