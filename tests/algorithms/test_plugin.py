@@ -51,14 +51,14 @@ def plan(cfg, n, d, T, rho):
 
 
 def run(problem, contexts, cfg):
-    plans = {id(c): plan(cfg, c.rows(problem), problem.d, c.iterations, c.rho) for c in contexts}
-    velocity = {id(c): np.zeros(problem.d) for c in contexts}
+    for c in contexts:   # each run's own state, in its context's slot
+        c.state = {"plan": plan(cfg, c.rows(problem), problem.d, c.iterations, c.rho), "velocity": np.zeros(problem.d)}
 
     def step(W, M, G, ctxs, t):
-        noisy = noisy_gradients(problem, G, ctxs, plans, t)
+        noisy = noisy_gradients(problem, G, ctxs, t)
         for j, c in enumerate(ctxs):
-            velocity[id(c)] = cfg.momentum * velocity[id(c)] + noisy[j]
-        return W - cfg.step * np.stack([velocity[id(c)] for c in ctxs])
+            c.state["velocity"] = cfg.momentum * c.state["velocity"] + noisy[j]
+        return W - cfg.step * np.stack([c.state["velocity"] for c in ctxs])
 
     return iterate_batched(problem, contexts, step)
 

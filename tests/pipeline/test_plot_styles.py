@@ -171,7 +171,7 @@ def test_legend_notes_and_title_sit_outside_the_panels(tmp_path, monkeypatch):
     (legend,) = fig.legends
     (title,) = [t for t in fig.texts if t.get_text().startswith("Privacy-utility trade-off")]
     (note,) = [t for t in fig.texts if t is not title]
-    assert "a: DP-GD 50%" in note.get_text() and "b: DP-GD 25%" in note.get_text()
+    assert "a: DP-GD 50% at eps=0.1" in note.get_text() and "b: DP-GD 25% at eps=0.1" in note.get_text()
     bottom = min(p.y0 for p in panels)
     assert legend.get_window_extent(renderer).y1 <= bottom and note.get_window_extent(renderer).y1 <= bottom
     assert title.get_window_extent(renderer).y0 >= max(p.y1 for p in panels)
