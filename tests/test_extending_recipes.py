@@ -190,19 +190,20 @@ def test_a_new_figure_is_drawn_through_the_rule_entry_point(tmp_path, monkeypatc
         ax.plot(t["best"]["epsilon"], t["best"]["excess_loss_mean"], **styles["dp-gd"])
         plots.save(fig, outputs)
 
-    spec = figures.Figure("Figure 9: toy", {"best": "best_T"}, draw, lambda cfg, study: "Figure 9: toy.",
+    spec = figures.Figure("Figure 10: toy", {"best": "best_T"}, draw, lambda cfg, study: "Figure 10: toy.",
                           made=lambda plan, params: params.get("toy", False))
-    monkeypatch.setattr(figures, "SPECS", {**figures.SPECS, "fig9_toy": spec})
+    monkeypatch.setattr(figures, "SPECS", {**figures.SPECS, "fig10_toy": spec})
     table = tmp_path / "best_T.parquet"
     atomic_write_parquet(table, pd.DataFrame({"epsilon": [0.1, 1.0], "excess_loss_mean": [0.3, 0.1]}))
-    out = tmp_path / "fig9_toy.png"
-    figures.draw_figure("fig9_toy", {"best": str(table)}, [str(out)], {"methods": ["dp-gd"]})
+    out = tmp_path / "fig10_toy.png"
+    figures.draw_figure("fig10_toy", {"best": str(table)}, [str(out)], {"methods": ["dp-gd"]})
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert figures.get_figure("fig9_toy").caption({}, {}) == "Figure 9: toy."
-    params = {"toy": True, "figures": {"minibatch_baseline": "dp-sgd"}, "minibatch": [], "conversions": ["bs16"]}
-    assert "fig9_toy" in figures.made_figures(types.SimpleNamespace(holdout=None), params)
-    with pytest.raises(ValueError, match="no figure 'fig10'"):
-        figures.get_figure("fig10")
+    assert figures.get_figure("fig10_toy").caption({}, {}) == "Figure 10: toy."
+    params = {"toy": True, "figures": {"minibatch_baseline": "dp-sgd", "minibatch_algorithms": [],
+                                       "privacy_utility_algorithms": []}, "minibatch": [], "conversions": ["bs16"]}
+    assert "fig10_toy" in figures.made_figures(types.SimpleNamespace(holdout=None, algorithms={}), params)
+    with pytest.raises(ValueError, match="no figure 'fig11'"):
+        figures.get_figure("fig11")
 
 
 def test_prepare_takes_any_dataset_option(tmp_path, capsys):

@@ -330,7 +330,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         results = []
         for k, problem in enumerate(problems):
             name = DATASET_NAME if K == 1 else f"{DATASET_NAME}/class-{k}"  # a seeded fit's models draw apart
-            if spec.plan is not None:   # zCDP: rho/K per model
+            if spec.zcdp:               # zCDP: rho/K per model
                 (res,) = run_at_rho(problem, name, spec.name, self.epsilon, delta, self.conversion, rho / K,
                                     [(params["seed"], params["T"])], params["hyper"], neighbouring=LIBRARY_RELATION)
             else:                       # (epsilon, delta)-calibrated: (epsilon/K, delta/K) per model
@@ -347,7 +347,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
 
     def _record(self, results, params) -> None:
         """``privacy_record_``: the accounting fields of every model's record, the fit's totals."""
-        K, zcdp = len(results), params["spec"].plan is not None
+        K, zcdp = len(results), params["spec"].zcdp
         records = []
         for res in results:
             rec = result_record(res, self.conversion, res.identity.epsilon, self.delta_ if zcdp else self.delta_ / K)

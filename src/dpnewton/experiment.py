@@ -144,14 +144,14 @@ def make_contexts(dataset: str, algorithm: str, epsilon: float, delta: float, co
                   runs: Iterable[tuple[int, int]], loss_iterates: LossIterates | None = None,
                   neighbouring: str = BENCHMARK_RELATION, n: int | None = None,
                   averages: Sequence[str] = ()) -> list[RunContext]:
-    """One context per (seed, T). Under ``add-remove`` a method with a zCDP plan releases the row
+    """One context per (seed, T). Under ``add-remove`` a card that ``releases_count`` releases the row
     count ``n`` first (:func:`release_count`), so ``n`` is then required. ``averages``: further
     models each run releases from its trajectory (:attr:`~dpnewton.algorithms.base.RunContext.averages`)."""
     counts = False
     if check_relation(neighbouring) != BENCHMARK_RELATION:  # every method covers the benchmark's
         spec = get_algorithm(algorithm)
         check_relation_supported(spec, neighbouring)
-        counts = spec.plan is not None
+        counts = spec.releases_count
     if counts and n is None:
         raise ValueError("the add-remove relation needs the row count n to release it")
     contexts = []

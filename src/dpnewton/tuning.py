@@ -69,11 +69,11 @@ def expand_grid(grid) -> tuple[tuple[int, dict], ...]:
 
 
 def check_method(method: str):
-    """The spec of ``method`` if it can be a candidate: a zCDP method with a privacy plan (so not the
-    methods calibrated to (epsilon, delta) by an accountant or their own analysis: dp-sgd, minibatch-*,
-    aop, objpert) and with no non-private part."""
+    """The spec of ``method`` if it can be a candidate: a zCDP method (its card's calibration
+    "zcdp-plan", not one calibrated to (epsilon, delta) by an accountant or its own analysis) with no
+    non-private part."""
     spec = get_algorithm(method)
-    if spec.plan is None:
+    if not spec.zcdp:
         raise ValueError(f"method={method!r} is calibrated to (epsilon, delta) by its own accountant or analysis, "
                          "not to a zCDP rho; private selection needs a full-batch zCDP method")
     if spec.nonprivate:

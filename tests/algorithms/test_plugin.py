@@ -51,14 +51,14 @@ def plan(cfg, n, d, T, rho):
 
 
 def run(problem, contexts, cfg):
-    plans = {id(c): plan(cfg, c.rows(problem), problem.d, c.iterations, c.rho) for c in contexts}
-    velocity = {id(c): np.zeros(problem.d) for c in contexts}
+    for c in contexts:   # each run's own state, in its context's slot
+        c.state = {"plan": plan(cfg, c.rows(problem), problem.d, c.iterations, c.rho), "velocity": np.zeros(problem.d)}
 
     def step(W, M, G, ctxs, t):
-        noisy = noisy_gradients(problem, G, ctxs, plans, t)
+        noisy = noisy_gradients(problem, G, ctxs, t)
         for j, c in enumerate(ctxs):
-            velocity[id(c)] = cfg.momentum * velocity[id(c)] + noisy[j]
-        return W - cfg.step * np.stack([velocity[id(c)] for c in ctxs])
+            c.state["velocity"] = cfg.momentum * c.state["velocity"] + noisy[j]
+        return W - cfg.step * np.stack([c.state["velocity"] for c in ctxs])
 
     return iterate_batched(problem, contexts, step)
 
@@ -66,6 +66,7 @@ def run(problem, contexts, cfg):
 register(AlgorithmSpec("toy-heavy-ball", runner(HeavyBallConfig, run), "DP-GD with heavy-ball momentum",
                        label="heavy ball", role="first-order", paper=False, passes=lambda n, d, hyper: (1.0, 1.0),
                        batched=True, plan=planner(HeavyBallConfig, plan), relations=RELATIONS,
+                       calibration="zcdp-plan", family="gradient descent", colour="#2f4f4f", marker="o",
                        audit=(AuditCase("toy-heavy-ball", ("output",), "T=1: one Gaussian release"),)))
 '''
 
@@ -86,13 +87,11 @@ py-modules = ["dpnewton_toy"]
 '''
 
 
-@pytest.fixture(scope="module")
-def plugin_env(tmp_path_factory):
-    """An environment whose PYTHONPATH holds the installed plugin."""
-    root = tmp_path_factory.mktemp("plugin")
+def install(root: Path, plugin: str) -> dict:
+    """An environment whose PYTHONPATH holds the plugin module ``plugin``, installed under ``root``."""
     src, site = root / "src", root / "site"
     src.mkdir()
-    (src / "dpnewton_toy.py").write_text(textwrap.dedent(PLUGIN))
+    (src / "dpnewton_toy.py").write_text(textwrap.dedent(plugin))
     (src / "pyproject.toml").write_text(textwrap.dedent(PYPROJECT))
     res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                           "--no-index", "--target", str(site), str(src)], capture_output=True, text=True, timeout=300)
@@ -100,6 +99,28 @@ def plugin_env(tmp_path_factory):
     assert list(site.glob("dpnewton_toy-0.1.dist-info/entry_points.txt"))
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
     return dict(os.environ, PYTHONPATH=path)
+
+
+@pytest.fixture(scope="module")
+def plugin_env(tmp_path_factory):
+    """An environment whose PYTHONPATH holds the installed plugin."""
+    return install(tmp_path_factory.mktemp("plugin"), PLUGIN)
+
+
+@pytest.mark.parametrize("fields, reason", [
+    ('calibration="zcdp-plan", ', "calibration=''; add calibration=... naming how its noise is calibrated"),
+    ("plan=planner(HeavyBallConfig, plan), ", "calibration='zcdp-plan' contradicts its plan"),
+    ('colour="#2f4f4f", ', "colour=''; add colour='#rrggbb'")])
+def test_a_plugin_card_without_its_calibration_or_style_is_refused(tmp_path, fields, reason):
+    """A plugin whose card leaves out its calibration, contradicts it (no plan for a zCDP plan) or leaves out
+    its colour: importing dpnewton.algorithms fails, naming the plugin, its package and the reason."""
+    assert fields in PLUGIN
+    env = install(tmp_path, PLUGIN.replace(fields, ""))
+    res = subprocess.run([sys.executable, "-c", "import dpnewton.algorithms"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode != 0
+    assert "the dpnewton algorithm plugin 'toy' (dpnewton_toy, package dpnewton-toy) failed to load" in res.stderr
+    assert f"algorithm card 'toy-heavy-ball': {reason}" in res.stderr, res.stderr[-2000:]
 
 
 def python(env, code: str) -> str:
@@ -126,6 +147,16 @@ def test_the_card_is_registered_and_read(plugin_env):
     got = json.loads(out)
     assert got == {"plugins": ["toy"], "registered": True, "estimator": True, "role": "first-order",
                    "first_order": True, "passes": 10.0, "label": "heavy ball", "audit": [NAME]}
+
+
+def test_generated_config_docs_do_not_depend_on_the_plugin(plugin_env):
+    """config/README.md's generated table is the same with the plugin installed; the listing command has it."""
+    from dpnewton.pipeline import config_reference
+
+    table = python(plugin_env, "from dpnewton.pipeline.config_reference import table; print(table(), end='')")
+    assert table == config_reference.table() and NAME not in table
+    listed = python(plugin_env, "from dpnewton.pipeline.config_reference import main; main(['--algorithms'])")
+    assert f"{NAME}\tfirst-order\tzcdp-plan\tplugin" in listed.splitlines()
 
 
 def test_cli_run_and_estimator(plugin_env, tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dpnewton.algorithms import ALGORITHMS
+from dpnewton.algorithms import ALGORITHMS, BUILT_IN
 from dpnewton.data import DATASETS
 from dpnewton.pipeline import config_reference
 from dpnewton.pipeline.schema import fill_defaults, load_schema
@@ -64,11 +64,25 @@ def test_every_schema_property_is_a_row_with_a_meaning():
     assert [key for key, (_, _, meaning) in rows.items() if not meaning] == []
 
 
-@pytest.mark.parametrize("key, registry", [("algorithms", ALGORITHMS), ("datasets", DATASETS),
+@pytest.mark.parametrize("key, registry", [("algorithms", BUILT_IN), ("datasets", DATASETS),
                                            ("conversion", CONVERSIONS)])
 def test_registered_names_are_listed(key, registry):
     meaning = readme_rows()[key][2]
     assert [name for name in registry if f"`{name}`" not in meaning] == []
+
+
+def test_the_table_lists_built_in_cards_only(monkeypatch):
+    """A card registered after the built-in ones (a plugin's) changes neither the table nor the README; the
+    table says how to list the plugins, and that list has it."""
+    import dataclasses
+
+    monkeypatch.setitem(ALGORITHMS, "plugin-copy", dataclasses.replace(ALGORITHMS["dp-gd"], name="plugin-copy"))
+    assert "plugin-copy" not in config_reference.table()
+    test_readme_section_is_the_generated_table()
+    assert "--algorithms" in readme_rows()["algorithms"][2]
+    listed = dict(line.split("\t")[::3] for line in config_reference.algorithm_list().splitlines())
+    assert listed["plugin-copy"] == "plugin" and listed["dp-gd"] == "built-in"
+    assert set(listed) == set(ALGORITHMS)
 
 
 def test_default_column():

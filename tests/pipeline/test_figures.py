@@ -11,6 +11,7 @@ import yaml
 from dpnewton.algorithms import ALGORITHMS
 from dpnewton.pipeline import figures, plots
 from dpnewton.pipeline.config import load_config
+from dpnewton.pipeline.plan import expand
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,7 +115,8 @@ def test_an_algorithm_with_a_loss_note_is_left_out_of_the_loss_figures_and_kept_
                             "optimum_test_accuracy": 0.85, "optimum_test_log_loss": 0.35})
     fig7 = _drawn_labels(monkeypatch, lambda: figures.SPECS["fig7_heldout"].draw(
         {"heldout": heldout}, p, ["f.png"], styles))
-    assert {"cubic Newton", "DP-GD"} <= fig7[0]
+    # a pair of rows (accuracy, log-loss) for the paper's methods, one for those beyond it beside DP-GD
+    assert fig7[0] - {plots.OPTIMUM_LABEL} == {"DP-GD"} and {"cubic Newton", "DP-GD"} <= fig7[2]
     cfg = load_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
     assert "cubic-newton" in cfg["algorithms"]
     note = f"Not shown: cubic Newton ({ALGORITHMS['cubic-newton'].loss_note})."
@@ -127,7 +129,8 @@ def test_an_algorithm_with_a_loss_note_is_left_out_of_the_loss_figures_and_kept_
 
 @pytest.mark.parametrize("name, measure", [("fig6_frontier", "passes"), ("fig8_frontier_runtime", "runtime_s")])
 def test_the_frontier_is_two_figures_one_per_cost_measure(monkeypatch, name, measure):
-    """Figure 6 (gradient passes) and Figure 8 (runtime): one row per dataset, one column per epsilon."""
+    """Figure 6 (gradient passes) and Figure 8 (runtime): one row per dataset and group of methods, one column
+    per epsilon."""
     seen = {}
     monkeypatch.setattr(plots, "frontier_figure", lambda table, baseline, conversion, paths, m, **kw:
                         seen.update(measure=m))
@@ -136,3 +139,77 @@ def test_the_frontier_is_two_figures_one_per_cost_measure(monkeypatch, name, mea
     assert seen == {"measure": measure}
     assert figures.SPECS[name].caption({"conversion": "bs16", "algorithms": {}}, {}).startswith(
         f"Figure {name[3]}: compute-budget frontier by")
+
+
+def test_the_committed_figures_are_what_the_default_config_publishes():
+    """figures/ holds exactly the figure files `snakemake publish` makes from config/config.yaml (names from
+    the plan, as the workflow's figure_files: no stale figure, none missing)."""
+    cfg = load_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    plan = expand(cfg, check_data=False)
+    formats = cfg["figures"]["formats"]
+    expected = {f"{name}.{ext}" for name in figures.figure_names(plan, cfg["figures"]) for ext in formats}
+    committed = {p.name for p in (REPO / "figures").iterdir()
+                 if p.is_file() and p.name.startswith("fig") and p.suffix.lstrip(".") in formats}
+    assert sorted(committed - expected) == [], "stale: remove them (git rm) or publish from config/config.yaml"
+    assert sorted(expected - committed) == [], "missing: snakemake --cores 2 && snakemake publish"
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/claims.yaml", "config/paper.yaml"])
+def test_no_panel_draws_more_than_eight_methods(configfile):
+    """Figures 6 and 8 group the methods into rows of at most MAX_SERIES (8), whole families together: the
+    paper's full-batch methods, the minibatch ones, the project's beside DP-GD; Figure 2 keeps to the paper's."""
+    cfg = load_config(yaml.safe_load((REPO / configfile).read_text()))
+    plan = expand(cfg, check_data=False)
+    mini = {plan.base(a) for a in figures.minibatch_names(plan, cfg["figures"])}
+    groups = figures.frontier_groups({plan.base(a) for a in plan.algorithms}, mini)
+    assert all(0 < len(m) <= figures.MAX_SERIES for _, m in groups)
+    assert {a for _, m in groups for a in m} == {plan.base(a) for a in plan.algorithms}
+    where = {a: k for k, (_, m) in enumerate(groups) for a in m if a != "dp-gd" or k == 0}
+    for family in ("double-noise Newton", "minibatch double-noise Newton"):
+        assert len({k for a, k in where.items() if ALGORITHMS[a].family == family}) <= 1, family
+    if "minibatch-hess-clip" in where:
+        assert where["hess-clip"] != where["minibatch-hess-clip"] and where["qu-clip"] != where["minibatch-qu-clip"]
+    assert figures.split_panels([f"x{k}" for k in range(20)]) == [[f"x{k}" for k in range(j, min(j + 8, 20))]
+                                                                 for j in (0, 8, 16)]
+
+
+def test_a_diverged_cell_is_marked_not_stretching_the_axis(monkeypatch):
+    """A mean excess loss above DIVERGED x the trivial one is a hollow marker at the top edge, off the y-range,
+    and the notes name it and the epsilon of each unstable share."""
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, paths: figs.append(fig))
+    best = pd.DataFrame({"dataset": "a", "algorithm": ["dp-gd"] * 3 + ["hess-clip"] * 3, "conversion": "bs16",
+                         "epsilon": [0.1, 1.0, 10.0] * 2, "excess_loss_mean": [0.05, 0.01, 1e-3, 50.0, 0.02, 2e-3],
+                         "excess_loss_se": 0.0, "unstable_fraction": [0.0, 0.0, 0.0, 1.0, 0.25, 0.0]})
+    baseline = pd.DataFrame({"dataset": ["a"], "trivial_excess_loss": [0.1]})
+    plots.privacy_utility(best, baseline, ["dp-gd", "hess-clip"], "bs16", ["f.png"])
+    (fig,) = figs
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert ax.get_ylim()[1] < plots.DIVERGED * 0.1
+    note = "\n".join(t.get_text() for t in fig.texts).replace("\n    ", " ")
+    assert "a: Hess-clip at eps=0.1" in note and "Hess-clip 100% at eps=0.1, 25% at eps=1" in note
+    hollow = [ln for ln in ax.get_lines() if ln.get_markerfacecolor() == "none"]
+    assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [0.1]
+    plots.plt.close(fig)
+
+
+def test_a_group_without_results_gets_no_row(monkeypatch):
+    """Figure 8 by runtime: the minibatch methods are not timed, so their row is left out (and named), not
+    drawn as empty panels."""
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, paths: figs.append(fig))
+    frontier = pd.DataFrame({"dataset": "s", "conversion": "bs16", "epsilon": 1.0, "method": ["dp-gd", "dp-sgd"],
+                             "role": "first-order", "configurations": 1, "budget_index": 0})
+    for prefix in ("passes_", "runtime_"):
+        frontier = frontier.assign(**{prefix + "budget": 1.0, prefix + "best_algorithm": frontier["method"],
+                                      prefix + "best_T": 1, prefix + "best_cost": 1.0, prefix + "costed": True,
+                                      prefix + "note": ""})
+    frontier = frontier.assign(passes_best_excess_loss=[0.1, 0.2], runtime_best_excess_loss=[0.1, float("nan")])
+    baseline = pd.DataFrame({"dataset": ["s"], "trivial_excess_loss": [0.7]})
+    groups = [("full batch", ["dp-gd"]), ("minibatch", ["dp-sgd"])]
+    plots.frontier_figure(frontier, baseline, "bs16", ["f.png"], "passes", groups=groups)
+    plots.frontier_figure(frontier, baseline, "bs16", ["f.png"], "runtime_s", groups=groups)
+    passes, runtime = ([a for a in f.axes if a.get_visible()] for f in figs)
+    assert len(passes) == 2 and len(runtime) == 1
+    assert "No row (no method of the group timed): minibatch (s)" in "".join(t.get_text() for t in figs[1].texts)
+    plots.plt.close("all")

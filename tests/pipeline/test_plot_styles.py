@@ -18,19 +18,60 @@ from dpnewton.pipeline.plan import expand
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _hue_gap(a: str, b: str) -> float:
+    gap = abs(colorsys.rgb_to_hls(*to_rgb(a))[0] - colorsys.rgb_to_hls(*to_rgb(b))[0])
+    return min(gap, 1.0 - gap)  # hue is an angle: 0.999 and 0.0 are neighbours
+
+
 def test_every_registered_algorithm_has_its_own_colour_in_every_run():
-    """An algorithm's colour comes from its place in the registry, not from a config's order or a figure's
-    subset; a method with a non-private step is dashed and says so in its label."""
+    """An algorithm's colour and marker are its card's, not its place in the registry, a config's order or a
+    figure's subset; a method with a non-private step is dashed and says so in its label."""
     styles = plots.method_styles(list(ALGORITHMS))
-    assert len({s["color"] for s in styles.values()}) == len(ALGORITHMS) <= len(plots.PALETTE)
-    assert [s["color"] for s in styles.values()] == [plots.PALETTE[k] for k in range(len(ALGORITHMS))]
+    for name, style in styles.items():
+        assert (style["color"], style["marker"]) == (ALGORITHMS[name].colour, ALGORITHMS[name].marker)
+    taken = {}
+    for name, card in ALGORITHMS.items():
+        assert card.colour not in taken, (f"card {name!r} has colour {card.colour}, already card "
+                                          f"{taken.get(card.colour)!r}'s: give it colour='#rrggbb' of its own, "
+                                          f"not one of {sorted(taken)}")
+        taken[card.colour] = name
     assert plots.method_styles(["objpert", "dp-gd"]) == {a: styles[a] for a in ("dp-gd", "objpert")}
     for name, style in styles.items():
         nonprivate = ALGORITHMS[name].role == "non-private step"
         assert (style["ls"] == "--") == nonprivate
         assert style["label"] == plots.label(name) + (" (non-private step)" if nonprivate else "")
     # neither the trivial line's black nor the floor's dots is a method's
-    assert "#000000" not in plots.PALETTE and ":" not in plots.LINES.values()
+    assert not {"#000000", "#737373"} & set(taken) and ":" not in plots.LINES.values()
+
+
+def test_a_full_batch_method_and_its_minibatch_variant_look_apart():
+    """Hess-clip vs minibatch-hess-clip (and the QU pair): hues at least 0.08 apart and different markers."""
+    for soi in ("hess", "qu"):
+        for mod in ("clip", "add"):
+            full, mini = ALGORITHMS[f"{soi}-{mod}"], ALGORITHMS[f"minibatch-{soi}-{mod}"]
+            assert full.family != mini.family and full.marker != mini.marker
+            assert _hue_gap(full.colour, mini.colour) >= 0.08, (full.name, mini.name)
+
+
+def test_adding_cards_changes_no_existing_style():
+    """A 17th and an 18th card (registered as a plugin registers, removed afterwards) leave every existing
+    card's colour, marker and line style as they were."""
+    import dataclasses
+
+    from dpnewton.algorithms import register
+
+    before = plots.method_styles(list(ALGORITHMS))
+    added = []
+    try:
+        for k, colour in enumerate(("#123456", "#654321")):
+            card = dataclasses.replace(ALGORITHMS["dp-gd"], name=f"style-test-{k}", colour=colour, marker="h")
+            added.append(register(card).name)
+        after = plots.method_styles(list(ALGORITHMS))
+    finally:
+        for name in added:
+            ALGORITHMS.pop(name)
+    assert {n: after[n] for n in before} == before
+    assert [after[n]["color"] for n in added] == ["#123456", "#654321"]
 
 
 def test_configurations_are_shades_and_line_styles_of_their_algorithm():
@@ -44,7 +85,7 @@ def test_configurations_are_shades_and_line_styles_of_their_algorithm():
     styles = plots.method_styles(methods)
     assert list(styles) == ["dp-gd-s8", "dp-gd-tail-s8", "dp-gd", "dp-gd-tail", "hess-clip"]
     hue = {n: colorsys.rgb_to_hls(*to_rgb(s["color"]))[0] for n, s in styles.items()}
-    assert styles["dp-gd-s8"]["color"] == plots.PALETTE[list(ALGORITHMS).index("dp-gd")]
+    assert styles["dp-gd-s8"]["color"] == ALGORITHMS["dp-gd"].colour
     assert styles["dp-gd"]["color"] != styles["dp-gd-s8"]["color"]
     assert abs(hue["dp-gd"] - hue["dp-gd-s8"]) < 0.01
     assert styles["dp-gd"]["marker"] != styles["dp-gd-s8"]["marker"]
@@ -107,11 +148,9 @@ def test_every_configuration_has_its_own_style(configfile):
     assert len({(s["color"], s["ls"]) for s in styles.values()}) == len(styles)
     for name in styles:
         base = methods[name]["base"]
-        gap = abs(colorsys.rgb_to_hls(*to_rgb(styles[name]["color"]))[0]
-                  - colorsys.rgb_to_hls(*to_rgb(styles[base]["color"]))[0])
-        assert min(gap, 1.0 - gap) <= 0.01, (name, base)  # hue is an angle: 0.999 and 0.0 are neighbours
+        assert _hue_gap(styles[name]["color"], styles[base]["color"]) <= 0.01, (name, base)
     # the algorithm's own line (Figures 6 and 8) is its card's colour
-    assert all(styles[b]["color"] == plots.PALETTE[list(ALGORITHMS).index(b)] for b in bases)
+    assert all(styles[b]["color"] == ALGORITHMS[b].colour for b in bases)
 
 
 def test_legend_notes_and_title_sit_outside_the_panels(tmp_path, monkeypatch):
@@ -132,7 +171,7 @@ def test_legend_notes_and_title_sit_outside_the_panels(tmp_path, monkeypatch):
     (legend,) = fig.legends
     (title,) = [t for t in fig.texts if t.get_text().startswith("Privacy-utility trade-off")]
     (note,) = [t for t in fig.texts if t is not title]
-    assert "a: DP-GD 50%" in note.get_text() and "b: DP-GD 25%" in note.get_text()
+    assert "a: DP-GD 50% at eps=0.1" in note.get_text() and "b: DP-GD 25% at eps=0.1" in note.get_text()
     bottom = min(p.y0 for p in panels)
     assert legend.get_window_extent(renderer).y1 <= bottom and note.get_window_extent(renderer).y1 <= bottom
     assert title.get_window_extent(renderer).y0 >= max(p.y1 for p in panels)

@@ -279,8 +279,7 @@ def style_order(wildcards=None):
 
 def figure_names():
     """The figures this config makes (each entry's made() of dpnewton.pipeline.figures.SPECS)."""
-    params = {"figures": figure_config(), "minibatch": minibatch_algorithms(), "conversions": conversions()}
-    return dpnewton("pipeline.figures").made_figures(plan(), params)
+    return dpnewton("pipeline.figures").figure_names(plan(), figure_config())
 
 
 def figure_spec(name):

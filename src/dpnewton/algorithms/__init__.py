@@ -11,8 +11,11 @@ from .registry import (ALGORITHMS, AUDIT_CANARIES, AUDIT_LEVELS, ENTRY_POINT_GRO
                        build_config, configured_nonprivate, costed, get_algorithm, load_plugins, planner, register,
                        runner, with_role, with_train_accuracy)
 
+#: the cards this package registers itself (the generated docs list these; plugins come after them)
+BUILT_IN: tuple[str, ...] = tuple(ALGORITHMS)
 PLUGINS = load_plugins()
 
-__all__ = ["ALGORITHMS", "AUDIT_CANARIES", "AUDIT_LEVELS", "AlgorithmSpec", "AuditCase", "ENTRY_POINT_GROUP",
-           "PLUGINS", "ROLES", "RunContext", "RunResult", "build_config", "configured_nonprivate", "costed",
+__all__ = ["ALGORITHMS", "AUDIT_CANARIES", "AUDIT_LEVELS", "AlgorithmSpec", "AuditCase", "BUILT_IN",
+           "ENTRY_POINT_GROUP", "PLUGINS", "ROLES", "RunContext", "RunResult", "build_config", "configured_nonprivate",
+           "costed",
            "get_algorithm", "planner", "register", "runner", "with_role", "with_train_accuracy"]

@@ -207,6 +207,7 @@ def run_aop(problem: LogisticProblem, contexts: list[RunContext], cfg: AopConfig
 register(AlgorithmSpec("aop", runner(AopConfig, run_aop),
                        "approximate objective perturbation (Iyengar et al. 2019) on Z; T is ignored",
                        label="AOP", role="one-shot", paper=True, iterative=False, timed_as="hess-clip",
+                       calibration="one-shot", family="objective perturbation", colour="#f6a600", marker="*",
                        # the output noise (sigma_out ~ 0.59 for n = 50) swamps the output; the perturbed minimiser
                        # before it is the objective-perturbation release with its own claim eps_obj (§4.2)
                        audit=(AuditCase("aop", ("output", "objective-release"), "approximate objective "

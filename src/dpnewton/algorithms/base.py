@@ -64,6 +64,10 @@ class RunContext:
     #: further models to release from the same trajectory, by average (:data:`AVERAGES`): post-processing
     #: of the iterates, read back with :meth:`RunResult.released_as`
     averages: tuple[str, ...] = ()
+    #: the runner's own per-run state (its configuration, plan, preconditioner, momentum, ...), set afresh
+    #: by the runner when it starts: a batched step gets the active runs' contexts, so each run's state
+    #: travels with it as runs drop out; the drivers never read it
+    state: dict = field(default_factory=dict)
 
     @property
     def iterations(self) -> int:

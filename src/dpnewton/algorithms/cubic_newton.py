@@ -288,6 +288,7 @@ def cubic_newton_passes(cfg: CubicNewtonConfig, n: int, d: int) -> tuple[float, 
 register(AlgorithmSpec("cubic-newton", runner(CubicNewtonConfig, run_cubic_newton),
                        "private cubic-regularised Newton (Algorithms 1-2) on l2-regularised loss over a ball",
                        label="cubic Newton", role="second-order", paper=False,
+                       calibration="zcdp-plan", family="cubic Newton", colour="#00a087", marker="P",
                        loss_note="its excess loss is measured on its own l2-regularised objective over a ball, "
                                  "not on the logistic loss of the other methods",
                        # ball diameter 0.1, where the model-gradient sensitivity bound (L0 + L1 D)/n = 1.03/n is

@@ -114,6 +114,7 @@ def damped_newton_passes(n: int, d: int, hyper: dict) -> tuple[float, float]:
 register(AlgorithmSpec("damped-newton", runner(DampedNewtonConfig, run_damped_newton),
                        "damped private Newton of [Medina21]", label="[ABL21] damped Newton",
                        role="non-private step", paper=True, passes=damped_newton_passes,
+                       calibration="zcdp-plan", family="damped Newton", colour="#f032e6", marker="D",
                        audit=(AuditCase("damped-newton", ("gradient-release", "output"),
                                         "gradient + Hessian release; the damped step size is not private"),),
                        nonprivate="damped step size log(1+beta)/beta from the exact Hessian",

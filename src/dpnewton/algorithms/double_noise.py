@@ -179,6 +179,8 @@ def _audit_cases(name: str) -> tuple[AuditCase, ...]:
     return cases
 
 
+#: each variant's colour (the minibatch variants' hues, :mod:`.minibatch`, stay apart from these)
+_COLOURS = {"hess-clip": "#d62728", "hess-add": "#ff7f0e", "qu-clip": "#2ca02c", "qu-add": "#9467bd"}
 for _soi, _soi_label, _soi_text in (("hessian", "hess", "Hess"), ("qu", "qu", "QU")):
     for _mod in ("clip", "add"):
         register(AlgorithmSpec(f"{_soi_label}-{_mod}",
@@ -186,5 +188,7 @@ for _soi, _soi_label, _soi_text in (("hessian", "hess", "Hess"), ("qu", "qu", "Q
                                f"double-noise Newton, {_soi} SOI, {_mod} modification (Algorithm 3)",
                                label=f"{_soi_text}-{_mod}",
                                role="second-order", paper=True, passes=double_noise_passes,
+                               calibration="zcdp-plan", family="double-noise Newton",
+                               colour=_COLOURS[f"{_soi_label}-{_mod}"], marker="s",
                                audit=_audit_cases(f"{_soi_label}-{_mod}"),
                                plan=planner(DoubleNoiseConfig, double_noise_plan, soi=_soi, modification=_mod)))

@@ -96,13 +96,12 @@ def gradient_plan(cfg, n: int, d: int, T: int, rho: float, algorithm: str = "dp-
     return PrivacyPlan(algorithm, rho, T, (gradient_release(n, T, rho),)).check()
 
 
-def noisy_gradients(problem: LogisticProblem, G: np.ndarray, contexts: list[RunContext],
-                     plans: dict[int, PrivacyPlan], t: int) -> np.ndarray:
+def noisy_gradients(problem: LogisticProblem, G: np.ndarray, contexts: list[RunContext], t: int) -> np.ndarray:
     """Add each run's own Gaussian noise to its row of G (as the run's mean sum/N,
-    :meth:`RunContext.rescale`), charging the release through its plan (``plans``: id(context) -> plan)."""
+    :meth:`RunContext.rescale`), charging the release through its plan (``ctx.state["plan"]``)."""
     out = np.empty_like(G)
     for j, ctx in enumerate(contexts):
-        s = plans[id(ctx)].charge(ctx.ledger, t, "gradient")
+        s = ctx.state["plan"].charge(ctx.ledger, t, "gradient")
         out[j] = ctx.rescale(G[j], problem) + s * ctx.rng.standard_normal(G.shape[1])
     return out
 
@@ -111,12 +110,12 @@ def run_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
               cfg: GradientDescentConfig | list[GradientDescentConfig] = GradientDescentConfig()) -> list[RunResult]:
     """DP-GD for every context, with ``cfg`` (or ``cfg[i]`` for context i, :func:`.base.per_run`)."""
     cfgs = [c.validated() for c in per_run(cfg, contexts)]
-    plans = {id(c): gradient_plan(k, c.rows(problem), problem.d, c.iterations, c.rho) for c, k in zip(contexts, cfgs)}
-    steps = {id(c): k.step for c, k in zip(contexts, cfgs)}
+    for c, k in zip(contexts, cfgs):
+        c.state = {"cfg": k, "plan": gradient_plan(k, c.rows(problem), problem.d, c.iterations, c.rho)}
 
     def step(W, M, G, ctxs, t):
-        eta = np.array([steps[id(c)] for c in ctxs])[:, None]    # eta_j x row j: the bits of a scalar eta
-        return W - eta * noisy_gradients(problem, G, ctxs, plans, t)
+        eta = np.array([c.state["cfg"].step for c in ctxs])[:, None]    # eta_j x row j: the bits of a scalar eta
+        return W - eta * noisy_gradients(problem, G, ctxs, t)
 
     return iterate_batched(problem, contexts, step, reset=[k.reset for k in cfgs], average=[k.average for k in cfgs])
 
@@ -135,20 +134,19 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
     for ctx, k in zip(contexts, cfgs):
         for part in k.nonprivate_parts():
             ctx.ledger.mark_nonprivate(part)
-    plans = {id(c): gradient_plan(k, problem.n, problem.d, c.iterations, c.rho, "dp-gd-oracle")
-             for c, k in zip(contexts, cfgs)}
-    configs = {id(c): k for c, k in zip(contexts, cfgs)}
+        ctx.state = {"cfg": k,
+                     "plan": gradient_plan(k, problem.n, problem.d, ctx.iterations, ctx.rho, "dp-gd-oracle")}
 
     def step(W, M, G, ctxs, t):
-        reg = np.array([configs[id(c)].reg for c in ctxs])[:, None]
+        reg = np.array([c.state["cfg"].reg for c in ctxs])[:, None]
         G = G + reg * W
-        Gn = noisy_gradients(problem, G, ctxs, plans, t)
+        Gn = noisy_gradients(problem, G, ctxs, t)
         ZG = problem.margins(Gn)  # Z g~ for every run, one batched pass
         W_next = np.empty_like(W)
         for j, ctx in enumerate(ctxs):
             w, g_noisy = W[j], Gn[j]
             phi = ridge_line(problem, M[:, j], ZG[:, j], w, g_noisy, reg[j, 0])
-            if configs[id(ctx)].line_search == "armijo":
+            if ctx.state["cfg"].line_search == "armijo":
                 eta = armijo_step(phi, phi(0.0), float(g_noisy @ G[j]))
             else:
                 eta = exact_step(phi)
@@ -160,6 +158,7 @@ def run_dp_gd_oracle(problem: LogisticProblem, contexts: list[RunContext],
 
 register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD with step 1/L1 = 4",
                        label="DP-GD", role="first-order", paper=True, passes=lambda n, d, hyper: (1.0, 1.0),
+                       calibration="zcdp-plan", family="gradient descent", colour="#1f77b4", marker="o",
                        audit=(AuditCase("dp-gd", ("output",), "T=1, step 4: one Gaussian release"),
                               AuditCase("dp-gd-T5", ("output",), "T=5, step 0.05 (small step keeps the canary's "
                                         "effect on w_T undamped)", iterations=5, hyper={"step": 0.05})),
@@ -168,6 +167,7 @@ register(AlgorithmSpec("dp-gd", runner(GradientDescentConfig, run_dp_gd), "DP-GD
 register(AlgorithmSpec("dp-gd-oracle", runner(OracleConfig, run_dp_gd_oracle),
                        "noisy GD with a line-search step on the exact loss", label="DP-GD-Oracle",
                        role="non-private step", paper=True, batched=True, lockstep=True,
+                       calibration="zcdp-plan", family="gradient descent", colour="#7f7f7f", marker="o",
                        nonprivate="line-search step size",
                        audit=(),  # its gradient releases are DP-GD's (audited on dp-gd's card)
                        # a gradient pass + ORACLE_LOSS_EVALS loss evaluations (half a pass each) per update

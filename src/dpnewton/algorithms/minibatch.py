@@ -246,10 +246,13 @@ def minibatch_newton_passes(cfg: MinibatchNewtonConfig, n: int, d: int) -> tuple
 register(AlgorithmSpec("dp-sgd", runner(SgdConfig, run_dp_sgd),
                        "DP-SGD, Poisson batches, step 4, RDP-calibrated noise multiplier", label="DP-SGD",
                        role="first-order", paper=True, passes=costed(SgdConfig, sgd_passes), kept_iterates=True,
+                       calibration="accountant", family="DP-SGD", colour="#17becf", marker="v",
                        audit=(AuditCase("dp-sgd", ("output",), "T=1, Poisson q = 5/51 (batch_frac 0.1), RDP-calibrated "
                                         "multiplier", canary="zero"),
                               AuditCase("dp-sgd-q1", ("output",), "T=1, batch_frac 1 (q = 1: no subsampling), "
                                         "RDP-calibrated multiplier", hyper={"batch_frac": 1.0}, canary="zero"))))
+#: each variant's colour: hues apart from the full-batch variant's (:mod:`.double_noise`)
+_COLOURS = {"hess-clip": "#e377c2", "hess-add": "#bcbd22", "qu-clip": "#8c564b", "qu-add": "#000080"}
 for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
     for _mod in ("clip", "add"):
         register(AlgorithmSpec(f"minibatch-{_soi_label}-{_mod}",
@@ -257,6 +260,8 @@ for _soi, _soi_label in (("hessian", "hess"), ("qu", "qu")):
                                f"minibatch double-noise Newton, {_soi} SOI, {_mod}, fixed lambda, "
                                "Poisson batches, RDP-calibrated noise", label=f"minibatch-{_soi_label}-{_mod}",
                                role="second-order", paper=True, kept_iterates=True,
+                               calibration="accountant", family="minibatch double-noise Newton",
+                               colour=_COLOURS[f"{_soi_label}-{_mod}"], marker="^",
                                # two of the four variants are audited; the others differ only in the SOI or
                                # the modification, which the zero canary does not excite
                                audit=(AuditCase(f"minibatch-{_soi_label}-{_mod}", ("output", "gradient-release"),

@@ -257,6 +257,7 @@ register(AlgorithmSpec("objpert", runner(ObjpertConfig, run_objpert),
                        "objective perturbation with the tight privacy profile (Redberg-Koskela-Wang 2023) "
                        "+ approximate-minimum output noise, on Z; T is ignored", label="objpert", role="one-shot",
                        paper=False, iterative=False, timed_as="hess-clip", relations=RELATIONS, pure_dp=True,
+                       calibration="one-shot", family="objective perturbation", colour="#800000", marker="*",
                        # its output noise is tiny (tolerance 1e-12): the output level sees the objective-
                        # perturbation release almost unblurred (docs/algorithms.md §15)
                        audit=(AuditCase("objpert", ("output", "objective-release"), "objective perturbation, "

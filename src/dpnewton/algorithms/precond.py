@@ -169,22 +169,20 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
     """precond-dp-gd for every context, with ``cfg`` (or ``cfg[i]`` for context i, :func:`.base.per_run`)."""
     cfgs = [c.validated() for c in per_run(cfg, contexts)]
     d = problem.d
-    configs = {id(c): k for c, k in zip(contexts, cfgs)}
-    plans = {id(c): precond_plan(k, c.rows(problem), d, c.iterations, c.rho) for c, k in zip(contexts, cfgs)}
-    inverses: dict[int, np.ndarray] = {}
-    info: dict[int, dict] = {}
+    for c, k in zip(contexts, cfgs):
+        c.state = {"cfg": k, "plan": precond_plan(k, c.rows(problem), d, c.iterations, c.rho)}
     shared = {}
 
     def release_curvature(ctx: RunContext, t: int, margins: np.ndarray | None) -> None:
         """Release B (t = 0, margins None) or the refresh SOI at w_t (from its margins Z w_t)."""
-        cfg = configs[id(ctx)]
+        cfg = ctx.state["cfg"]
         if margins is None:
             if "B" not in shared:
                 shared["B"] = bohning_bound(problem)
             curvature = ctx.rescale(shared["B"], problem)
         else:
             curvature = ctx.rescale(problem.soi_from_margins(margins, cfg.refresh_soi), problem)
-        plan = plans[id(ctx)]
+        plan = ctx.state["plan"]
         releases, rho_release = plan.release("curvature").count, plan.release("curvature").rho
         s_b = plan.charge(ctx.ledger, t, "curvature")
         noisy = release_symmetric(curvature, s_b, ctx.rng)
@@ -192,28 +190,28 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
             lam = spectral_lambda(s_b, d, cfg.lambda_mult)
         else:
             lam = adaptive_curvature_lambda(noisy, ctx.rows(problem), rho_release)
-        inverses[id(ctx)], eig = clipped_inverse(noisy, lam)
+        ctx.state["inverse"], eig = clipped_inverse(noisy, lam)
         if margins is None:
-            info[id(ctx)] = {"lambda": lam, "sigma_curvature": s_b, "clipped_eigenvalues": int(np.sum(eig <= lam)),
-                             "curvature_releases": releases, "lambdas": []}
-        info[id(ctx)]["lambdas"].append(lam)
+            ctx.state["info"] = {"lambda": lam, "sigma_curvature": s_b, "clipped_eigenvalues": int(np.sum(eig <= lam)),
+                                 "curvature_releases": releases, "lambdas": []}
+        ctx.state["info"]["lambdas"].append(lam)
 
     def step(W, M, G, ctxs, t):
         for j, ctx in enumerate(ctxs):
-            refresh = configs[id(ctx)].refresh
-            if id(ctx) not in inverses:        # t = 0: after the driver drew w0
+            refresh = ctx.state["cfg"].refresh
+            if "inverse" not in ctx.state:        # t = 0: after the driver drew w0
                 release_curvature(ctx, t, None)
             elif refresh and t % refresh == 0:
                 release_curvature(ctx, t, M[:, j])
-        noisy = noisy_gradients(problem, G, ctxs, plans, t)
+        noisy = noisy_gradients(problem, G, ctxs, t)
         out = np.empty_like(W)
         for j, ctx in enumerate(ctxs):
-            out[j] = W[j] - configs[id(ctx)].step * (inverses[id(ctx)] @ noisy[j])
+            out[j] = W[j] - ctx.state["cfg"].step * (ctx.state["inverse"] @ noisy[j])
         return out
 
     results = iterate_batched(problem, contexts, step, reset=[k.reset for k in cfgs], average=[k.average for k in cfgs])
     for ctx, res in zip(contexts, results):
-        res.diagnostics.update(info.get(id(ctx), {}))
+        res.diagnostics.update(ctx.state.get("info", {}))
     return results
 
 
@@ -229,6 +227,7 @@ register(AlgorithmSpec("precond-dp-gd", runner(PrecondConfig, run_precond_dp_gd)
                        "clipped at lambda_mult * sigma_B * sqrt(d) (or lambda_mode=adaptive); step 1, "
                        "precond_frac 0.1 of rho for B; refresh=k: SOI at w_t every k steps",
                        label="precond-dp-gd", role="second-order", paper=False,
+                       calibration="zcdp-plan", family="gradient descent", colour="#6b6ecf", marker="o",
                        # opposed canary: B unchanged (+-u give the same u u^T), the output audits the gradient
                        # release through P^-1; SOI canary: moves B's entry (1, 1) by 1/(4(n+1)); precond_frac 0.9
                        # (a production option) gives the curvature release enough budget to be auditable

@@ -3,9 +3,10 @@
 A card holds everything the package knows about an algorithm: its runner
 ``run(problem, contexts, hyper) -> list[RunResult]``, its privacy plan (the zCDP methods whose releases
 are Gaussian with planned shares: ``plan(hyper, n, d, T, rho) -> PrivacyPlan``, :mod:`dpnewton.privacy.plan`),
-its role for the reports, its label, its cost model in gradient passes (:mod:`.costs`), whether it is
-one of the paper's methods, the neighbouring relations its calibration covers and the part of its
-protocol that is not private. The frontier, figures, aggregation, claims, audit and estimator read the
+how its noise is calibrated (:data:`CALIBRATIONS`), its role for the reports, its label and figure style
+(family, colour, marker), its cost model in gradient passes (:mod:`.costs`), whether it is one of the
+paper's methods, the neighbouring relations its calibration covers and the part of its protocol that is
+not private. The frontier, figures, aggregation, claims, audit and estimator read the
 card; no code outside the algorithm's module names an algorithm.
 
 A card is checked when it is made (:meth:`AlgorithmSpec.__post_init__`): a field a consumer needs that is
@@ -21,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.metadata
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,6 +35,18 @@ from .base import RunResult
 #: budget); one-shot methods (no iteration budget: solved once, costed by their recorded solver steps)
 ROLES = ("first-order", "second-order", "non-private step", "one-shot")
 ENTRY_POINT_GROUP = "dpnewton.algorithms"
+#: how a card's noise is calibrated (its ``calibration``), each with what it implies for the card
+CALIBRATIONS = {
+    "zcdp-plan": "Gaussian releases with planned shares of a zCDP budget rho (needs plan=...); under "
+                 "add/remove its runs first release the row count N and use it for every mean",
+    "accountant": "an iterative method whose noise multipliers are calibrated to (epsilon, delta) by an "
+                  "accountant (no plan)",
+    "one-shot": "a non-iterative method calibrated to (epsilon, delta) by its own analysis (no plan)",
+}
+#: the filled markers a card may name (its ``marker``)
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "p", "h")
+#: colours kept for the figures' reference lines (the trivial output, the floor)
+RESERVED_COLOURS = ("#000000", "#737373")
 
 #: ``passes(n, d, hyper) -> (first update, each further update)`` in gradient passes over Z (:mod:`.costs`)
 PassModel = Callable[[int, int, dict], "tuple[float, float]"]
@@ -104,8 +118,12 @@ class AlgorithmSpec:
     Required: ``name`` (CLI, configs, result tables), ``run``, ``description``, ``label`` (figures and
     tables), ``role`` (one of :data:`ROLES`), ``paper`` (one of the paper's methods, counted apart from
     the project's in every report), ``audit`` (its rows of the empirical privacy audit, :class:`AuditCase`;
-    ``()`` is a declaration that it is not audited on its own, said in a comment on the card) and, for an
-    iterative method, ``passes`` (its cost model). Optional:
+    ``()`` is a declaration that it is not audited on its own, said in a comment on the card),
+    ``calibration`` (one of :data:`CALIBRATIONS`, checked against ``plan`` and ``iterative``), its figure
+    style: ``family`` (the methods it is drawn and grouped with, e.g. "double-noise Newton"), ``colour``
+    ("#rrggbb", its own: no two built-in cards share one) and ``marker`` (one of :data:`MARKERS`, shared by
+    its family), so that a new card never restyles another, and, for an iterative method, ``passes`` (its
+    cost model). Optional:
     ``batched`` (shares passes over Z across runs), ``lockstep`` (batched, and its runner also takes one
     configuration per run: ``hyper`` a list of dicts, one per context, each run applying its own; the
     pipeline then runs every configuration, epsilon and conversion of the algorithm on a dataset as one
@@ -127,6 +145,10 @@ class AlgorithmSpec:
     role: str
     paper: bool
     audit: tuple[AuditCase, ...]
+    calibration: str = ""
+    family: str = ""
+    colour: str = ""
+    marker: str = ""
     passes: PassModel | None = None
     iterative: bool = True
     batched: bool = False
@@ -169,6 +191,52 @@ class AlgorithmSpec:
         unknown = set(self.relations) - set(RELATIONS)
         if not self.relations or unknown:
             raise ValueError(f"{where}: relations {self.relations!r} must be among {', '.join(RELATIONS)}")
+        self._check_calibration(where)
+        self._check_style(where)
+
+    def _check_calibration(self, where: str) -> None:
+        """``calibration`` is one of :data:`CALIBRATIONS` and agrees with ``plan`` and ``iterative``."""
+        if self.calibration not in CALIBRATIONS:
+            choices = "; ".join(f"{k!r}: {v}" for k, v in CALIBRATIONS.items())
+            raise ValueError(f"{where}: calibration={self.calibration!r}; add calibration=... naming how its noise "
+                             f"is calibrated, one of {choices}")
+        if (self.calibration == "zcdp-plan") != (self.plan is not None):
+            raise ValueError(f"{where}: calibration={self.calibration!r} contradicts its plan: a card has "
+                             "plan=... exactly when its calibration is 'zcdp-plan'")
+        if self.calibration == "accountant" and not self.iterative:
+            raise ValueError(f"{where}: calibration 'accountant' is for an iterative method; a non-iterative one "
+                             "calibrated to (epsilon, delta) by its own analysis is 'one-shot'")
+        if self.calibration == "one-shot" and self.iterative:
+            raise ValueError(f"{where}: calibration 'one-shot' is for a non-iterative method (iterative=False); "
+                             "an iterative method calibrated to (epsilon, delta) is 'accountant'")
+
+    def _check_style(self, where: str) -> None:
+        """``family``, ``colour`` and ``marker`` name the card's figure style."""
+        if not isinstance(self.family, str) or not self.family.strip():
+            raise ValueError(f"{where}: add family=... (the methods it is drawn with, e.g. 'gradient descent'; "
+                             "its figure style: family, colour and marker)")
+        if not (isinstance(self.colour, str) and re.fullmatch(r"#[0-9a-f]{6}", self.colour)):
+            raise ValueError(f"{where}: colour={self.colour!r}; add colour='#rrggbb' (lower-case hex), a colour of "
+                             "its own (docs/extending.md, Add an algorithm: how to list the taken ones)")
+        if self.colour in RESERVED_COLOURS:
+            raise ValueError(f"{where}: colour {self.colour} is kept for the figures' reference lines; choose another")
+        if self.marker not in MARKERS:
+            raise ValueError(f"{where}: marker={self.marker!r}; add marker=... one of {' '.join(MARKERS)} "
+                             "(its family's)")
+
+    @property
+    def zcdp(self) -> bool:
+        """Whether its budget is a zCDP rho spent by its plan (calibration "zcdp-plan"); otherwise its
+        noise is calibrated to (epsilon, delta) and composes as (epsilon, delta)."""
+        return self.calibration == "zcdp-plan"
+
+    @property
+    def releases_count(self) -> bool:
+        """Whether its runs under add/remove first release the row count N and use it for every mean and
+        sensitivity (:func:`dpnewton.experiment.release_count`): the zCDP-planned methods, whose
+        sensitivities are c/N. An (epsilon, delta)-calibrated card covers add/remove, when its ``relations``
+        say so, in its own analysis."""
+        return self.zcdp
 
     @property
     def config(self) -> tuple[type, dict] | None:

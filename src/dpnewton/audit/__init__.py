@@ -83,7 +83,7 @@ def audit_mechanism(mech: AuditMechanism | str, trials: int = 10_000, epsilon: f
         out = threshold_audit(statistic(neg, pair, level), statistic(pos, pair, level), pair.delta, alpha,
                               rng=np.random.default_rng([seed, 7, k]))
         part = claimed_epsilon_of_level(mech, level, neg, pair, epsilon)
-        rho = neg.rho if mech.calibration == "ledger" else float("nan")  # zCDP-calibrated or not
+        rho = neg.rho if mech.calibration == "zcdp-plan" else float("nan")  # zCDP-calibrated or not
         rows.append(AuditRow(mech.name, mech.algorithm, level, broken, float(epsilon), pair.delta, rho,
                              part, out.epsilon_lb, trials, n, d, mech.iterations, out.false_pos,
                              out.false_neg, out.n_neg, out.threshold, out.direction, mech.note))

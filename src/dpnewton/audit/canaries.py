@@ -123,18 +123,15 @@ class AuditMechanism:
 
     @property
     def calibration(self) -> str:
-        """How the run's noise is calibrated, read from its card: ``ledger``, ``one-shot`` or ``accountant``.
+        """How the run's noise is calibrated: its card's ``calibration``
+        (:data:`dpnewton.algorithms.registry.CALIBRATIONS`).
 
-        ``ledger``: a zCDP privacy plan (``spec.plan``), every release charged to the ledger, which
-        returns its sigma; ``one-shot``: not iterative, objective perturbation calibrated to
-        (epsilon, delta) by its own analysis, one ledger event (eps_obj, sigma_obj, sigma_out, ...);
-        ``accountant``: iterative without a plan, noise multipliers of Poisson-subsampled Gaussians
-        calibrated to (epsilon, delta) by the RDP accountant, one ledger event.
+        ``zcdp-plan``: a zCDP privacy plan (``spec.plan``), every release charged to the ledger, which
+        returns its sigma; ``one-shot``: objective perturbation calibrated to (epsilon, delta) by its own
+        analysis, one ledger event (eps_obj, sigma_obj, sigma_out, ...); ``accountant``: noise multipliers
+        of Poisson-subsampled Gaussians calibrated to (epsilon, delta) by the RDP accountant, one ledger event.
         """
-        spec = self.spec
-        if spec.plan is not None:
-            return "ledger"
-        return "accountant" if spec.iterative else "one-shot"
+        return self.spec.calibration
 
     def config(self):
         """The run's resolved configuration (the card's class built from ``hyper`` and the fixed fields,
@@ -145,6 +142,6 @@ class AuditMechanism:
     def plan(self, n: int, d: int, rho: float = 1.0) -> PrivacyPlan:
         """The card's privacy plan of this run on n rows in dimension d (ValueError without one)."""
         spec = self.spec
-        if spec.plan is None:
+        if not spec.zcdp:
             raise ValueError(f"{self.algorithm} has no privacy plan (its noise is calibrated to (epsilon, delta))")
         return spec.plan(dict(self.hyper), n, d, self.iterations, rho)

@@ -24,8 +24,8 @@ What runs is the *real* algorithm code (``get_algorithm(name).run``), fed with c
   records - the run's Gaussian and uniform draws from one shared generator.
 
 How a run's noise is calibrated is read from its card (:attr:`AuditMechanism.calibration`): a zCDP
-privacy plan (``ledger``), an (epsilon, delta) objective perturbation (``one-shot``, not iterative) or
-RDP-accountant noise multipliers (``accountant``, iterative without a plan).
+privacy plan (``zcdp-plan``), an (epsilon, delta) objective perturbation (``one-shot``, not iterative) or
+RDP-accountant noise multipliers (``accountant``).
 
 Canary pairs (:func:`canary_pair`): ``opposed`` (the default: D = n records z_i = -u, D' = D + z_c
 = +u; the mean gradient moves by exactly u/(n+1) at *every* w, i.e. by |grad l(w; z_c) - mean_D|
@@ -169,7 +169,7 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
                              epsilon: float) -> float:
     """The claim that covers what the statistic of ``level`` sees (same delta as the run).
 
-    zCDP plan (:attr:`AuditMechanism.calibration` ``ledger``): the exact GDP epsilon of the level's
+    zCDP plan (:attr:`AuditMechanism.calibration` ``zcdp-plan``): the exact GDP epsilon of the level's
     share of the run's rho (:func:`release_rho_share`; the output: all of it, which is the claimed
     epsilon itself when the run's conversion is ``gdp``). The other methods are calibrated to
     (epsilon, delta) directly, their output claims the run's epsilon, and a release's claim is read
@@ -180,7 +180,7 @@ def claimed_epsilon_of_level(mech: AuditMechanism, level: str, batch: TrialBatch
     so a lower bound computed at delta that exceeds eps_obj refutes it as well, epsilon(delta) being
     non-increasing in delta).
     """
-    if mech.calibration == "ledger":
+    if mech.calibration == "zcdp-plan":
         share = release_rho_share(mech, level, pair.D.n, pair.D.d, batch.rho)
         return claimed_epsilon_of_share(batch.rho, share, pair.delta)
     if level == "output":

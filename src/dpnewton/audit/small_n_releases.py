@@ -93,7 +93,7 @@ def release_transcripts(algorithm: str, pair: Pair, side: int, seeds: list, rela
     ledger and recorded draws, released counts N or None when n is public)."""
     problem = pair[side]
     spec = get_algorithm(algorithm)
-    if spec.plan is None:
+    if not spec.zcdp:
         raise ValueError(f"{algorithm}: the release transcript covers the zCDP methods; objpert: objpert_log_ratios")
     delta, rho = resolve_budget(epsilon, delta, problem.n, conversion, relation)
     contexts = make_contexts(DATASET, algorithm, epsilon, delta, conversion, rho, [(s, 1) for s in seeds],

@@ -21,6 +21,9 @@ from . import plots
 from .tables import read_table
 
 NONPRIVATE_T = "Best T is selected **non-privately**."
+#: the most methods one panel shows; a larger group is split over rows, whole families together
+MAX_SERIES = 8
+PAPER, MINIBATCH, BEYOND = "the paper's methods", "minibatch methods", "beyond the paper"
 #: the card role of a method with a non-private step (dpnewton.algorithms.ROLES)
 NONPRIVATE_ROLE = "non-private step"
 
@@ -79,21 +82,75 @@ def _role(algorithm: str) -> str:
     return ALGORITHMS[algorithm].role if algorithm in ALGORITHMS else ""
 
 
+def beyond_paper(base: str, average: str = "none") -> bool:
+    """Whether a configuration (its registered algorithm ``base``, its release ``average``) is the project's,
+    not the paper's: its card is not one of the paper's methods, or it releases an average of iterates."""
+    card = ALGORITHMS.get(base)
+    return card is None or not card.paper or average not in ("none", None)
+
+
+def _key(p: dict, name: str) -> dict:
+    methods = p.get("methods", {})
+    return methods.get(name, {"base": name, "average": "none"}) if isinstance(methods, dict) else {
+        "base": name, "average": "none"}
+
+
+def _beyond(p: dict, name: str) -> bool:
+    key = _key(p, name)
+    return beyond_paper(key["base"], key["average"])
+
+
+def _references(p: dict, names) -> list[str]:
+    """The paper's first-order full-batch configurations among ``names``: the reference beside the project's."""
+    return [a for a in names if not _beyond(p, a) and _role(_key(p, a)["base"]) == "first-order"
+            and a not in set(p.get("minibatch", []))]
+
+
+def split_panels(names, limit: int = MAX_SERIES) -> list[list[str]]:
+    """``names`` in groups of at most ``limit``, the names of one card family kept together where they fit."""
+    families: dict[str, list[str]] = {}
+    for a in names:
+        families.setdefault(getattr(ALGORITHMS.get(a), "family", a), []).append(a)
+    groups, current = [], []
+    for members in families.values():
+        for k in range(0, len(members), limit):
+            chunk = members[k:k + limit]
+            if len(current) + len(chunk) > limit:
+                groups.append(current)
+                current = []
+            current += chunk
+    return [g for g in groups + [current] if g]
+
+
+def _titled(title: str, names) -> list[tuple[str, list[str]]]:
+    parts = split_panels(names)
+    return [(title if len(parts) == 1 else f"{title} ({k + 1}/{len(parts)})", g) for k, g in enumerate(parts)]
+
+
 def _fig1(t, p, outputs, styles):
     fig = p["figures"]
     plots.runtime_curves(t["curves"], t["costs"], loss_comparable(fig["runtime_algorithms"], _bases(p)),
                          float(fig["runtime_epsilon"]), p["conversion"], outputs, styles)
 
 
-def _fig2(t, p, outputs, styles):
-    best = t["best"]
-    bases = {**dict(zip(best["algorithm"], best.get("base_algorithm", best["algorithm"]))), **_bases(p)}
-    figure_4 = set(p["minibatch"])
-    candidates = {a: bases[a] for a in loss_comparable(best["algorithm"].unique(), bases)
-                  if a not in figure_4 and _role(bases[a]) != NONPRIVATE_ROLE}
-    plots.privacy_utility(best, t["baseline"], loss_comparable(p["privacy_utility"], bases), p["conversion"],
-                          outputs, floor=t.get("floor"), styles=styles,
-                          extra=best_configurations(best, p["conversion"], candidates))
+def _privacy_utility(beyond: bool):
+    """Figure 2 (the paper's configurations) or 9 (the project's, beside the paper's first-order reference)."""
+    def draw(t, p, outputs, styles):
+        best = t["best"]
+        bases = {**dict(zip(best["algorithm"], best.get("base_algorithm", best["algorithm"]))), **_bases(p)}
+        figure_4 = set(p["minibatch"])
+        listed = loss_comparable(p["privacy_utility"], bases)
+        split = any(_beyond(p, a) for a in listed)   # Figure 9 is made: Figure 2 keeps to the paper's
+        candidates = {a: bases[a] for a in loss_comparable(best["algorithm"].unique(), bases)
+                      if a not in figure_4 and _role(bases[a]) != NONPRIVATE_ROLE
+                      and (not split or _beyond(p, a) == beyond)}
+        shown = [a for a in listed if _beyond(p, a) == beyond]
+        if beyond:
+            shown = _references(p, listed) + shown
+        plots.privacy_utility(best, t["baseline"], shown, p["conversion"], outputs, floor=t.get("floor"),
+                              styles=styles, extra=best_configurations(best, p["conversion"], candidates),
+                              title=f"Privacy-utility trade-off, {BEYOND}" if beyond else "Privacy-utility trade-off")
+    return draw
 
 
 def _fig3(t, p, outputs, styles):
@@ -111,17 +168,35 @@ def _fig5(t, p, outputs, styles):
     plots.conversions(t["best"], p["study"]["algorithm"], p["conversions"], outputs, t.get("baseline"))
 
 
+def frontier_groups(methods, minibatch) -> list[tuple[str, list[str]]]:
+    """Figures 6 and 8's row groups of methods (registered algorithms): the paper's full-batch ones, the
+    minibatch ones (Figure 4's, ``minibatch``), and the project's beside the paper's first-order full-batch
+    ones; each split to at most :data:`MAX_SERIES` a panel."""
+    mini = set(minibatch)
+    methods = [m for m in ALGORITHMS if m in set(methods)] + [m for m in methods if m not in ALGORITHMS]
+    paper = [m for m in methods if not beyond_paper(m) and m not in mini]
+    project = [m for m in methods if beyond_paper(m)]
+    reference = [m for m in paper if _role(m) == "first-order"] if project else []
+    return (_titled(PAPER + (", full batch" if mini else ""), paper)
+            + _titled(MINIBATCH, [m for m in methods if m in mini]) + _titled(BEYOND, reference + project))
+
+
 def _frontier(measure: str):
     def draw(t, p, outputs, styles):
         table = t["frontier"]
         table = table[table["method"].isin(loss_comparable(table["method"].unique(), {}))]
+        minibatch = {_key(p, a)["base"] for a in p.get("minibatch", [])}
         plots.frontier_figure(table, t["baseline"], p["conversion"], outputs, measure, floor=t.get("floor"),
-                              styles=styles)
+                              styles=styles, groups=frontier_groups(table["method"].unique(), minibatch))
     return draw
 
 
 def _fig7(t, p, outputs, styles):
-    plots.heldout(t["heldout"], p["privacy_utility"], p["conversion"], outputs, styles)
+    names = p["privacy_utility"]
+    paper = [a for a in names if not _beyond(p, a)]
+    project = [a for a in names if _beyond(p, a)]
+    groups = _titled(PAPER, paper) + _titled(BEYOND, (_references(p, names) if project else []) + project)
+    plots.heldout(t["heldout"], names, p["conversion"], outputs, styles, groups=groups)
 
 
 def _not_shown(cfg: dict, names=None) -> str:
@@ -143,22 +218,39 @@ def _caption_fig1(cfg, study):
             + _not_shown(cfg, cfg["figures"]["runtime_algorithms"]))
 
 
+#: what Figures 2 and 9 say about their diverged cells and instability notes
+DIVERGED_TEXT = (f"A cell whose mean excess loss exceeds {plots.DIVERGED:g} x the trivial output's is a hollow marker "
+                 "at the panel's top edge (diverged), off the y-range, and named below the legend. The note below "
+                 "the legend gives, per dataset, configuration and epsilon, the share of its runs (every T) that "
+                 "diverged or ended no better than w = 0, and where the official explosion reset fired "
+                 "(configurations with ``reset: true`` only).")
+
+
 def _caption_fig2(cfg, study):
     chosen = ("the configurations of figures.privacy_utility_algorithms" if cfg["figures"]["privacy_utility_algorithms"]
               else "every configuration but Figure 4's and those of methods with a non-private step")
-    return ("Figure 2: privacy-utility trade-off. Best-T mean excess loss (+-1 s.e. band over seeds) versus "
+    return ("Figure 2: privacy-utility trade-off of the paper's methods (the project's are Figure 9). Best-T mean "
+            "excess loss (+-1 s.e. band over seeds) versus "
             f"epsilon, log axes, delta = n^-2, conversion {cfg['conversion']}. Shown in each dataset's panel: "
-            f"{chosen}; and, of every method (registered algorithm) without a non-private step and not in "
-            "Figure 4, the configuration with the lowest best-T mean excess loss at the most epsilons (ties: the "
+            f"the paper's among {chosen}; and, of every method (registered algorithm) of the paper without a "
+            "non-private step and not in Figure 4, the configuration with the lowest best-T mean excess loss at "
+            "the most epsilons (ties: the "
             "lowest geometric mean), and the configuration with the lowest of all at each epsilon, so each "
             "epsilon's best private configuration is always shown. A colour is a method, its shades the "
             "method's tuning variants; dash-dot lines release an average of iterates, dashed lines have a "
             "**non-private step**. The black dashed line is the trivial output w = 0; the grey dotted line is "
             "the Gaussian ridge floor F* (local quadratic model), **not a lower bound** (the floor table: ridge "
-            f"ERM after one Gaussian gradient release, lam tuned non-privately). {NONPRIVATE_T} The note below "
-            "the legend gives, per dataset and configuration, the largest share (over epsilon) of its runs "
-            "(every T) that diverged or ended no better than w = 0, and the share of iterations where the "
-            "official explosion reset fired (configurations with ``reset: true`` only)." + _not_shown(cfg))
+            f"ERM after one Gaussian gradient release, lam tuned non-privately). {NONPRIVATE_T} {DIVERGED_TEXT}"
+            + _not_shown(cfg))
+
+
+def _caption_fig9(cfg, study):
+    return ("Figure 9: privacy-utility trade-off of the methods beyond the paper (cards not among the paper's "
+            "methods, and releases of an average of iterates), beside the paper's first-order full-batch "
+            "configurations as the reference, and each such method's best configuration per dataset as in "
+            "Figure 2. Best-T mean excess loss (+-1 s.e. band over seeds) versus epsilon, log axes, delta = "
+            f"n^-2, conversion {cfg['conversion']}. Reference lines as in Figure 2. {NONPRIVATE_T} "
+            f"{DIVERGED_TEXT}" + _not_shown(cfg))
 
 
 def _caption_fig3(cfg, study):
@@ -188,9 +280,13 @@ def _caption_fig5(cfg, study):
 
 #: what Figures 6 and 8 share in their captions
 FRONTIER_TEXT = ("Per (dataset, epsilon): the best mean excess loss a method reaches within a budget (step lines: "
-                 "best so far) versus the budget, log-log; one row per dataset, one column per epsilon. Each line "
+                 "best so far) versus the budget, log-log; one column per epsilon. Each line "
                  "is the best over all declared configurations of the method and all T within the budget: that "
-                 "selection is **non-private** (argmin of the true loss). A colour is a method; dashed lines: "
+                 "selection is **non-private** (argmin of the true loss). Each dataset has a row per group of "
+                 f"at most {MAX_SERIES} methods: the paper's full-batch methods, the minibatch methods (Figure 4's) "
+                 "and the methods beyond the paper beside the paper's first-order full-batch ones. A frontier above "
+                 f"{plots.DIVERGED:g} x the trivial output's excess loss is cut (a hollow marker at the top edge, "
+                 "named below the legend). A colour is a method; dashed lines: "
                  "methods with a **non-private step** (their role on the algorithm card). Reference lines: the "
                  "trivial output w = 0 (black dashed) and the Gaussian ridge floor F* (grey dotted), the local "
                  "quadratic model's floor, **not a lower bound**; the non-private optimum (excess 0) is off the "
@@ -222,9 +318,10 @@ def _caption_fig7(cfg, study):
             "final iterate at each algorithm's best T, mean +-1 s.e. over seeds, versus epsilon (log axis), "
             f"conversion {cfg['conversion']}. Best T is selected **non-privately**, on the training excess loss, "
             "not on a test metric. The dashed line is the non-private optimum w* of the training part; the "
-            "dotted line is the trivial output w = 0 (log-loss ln 2). Shown: the configurations Figure 2 lists "
-            "(not its per-dataset additions), also those whose excess loss the loss figures leave out: test metrics "
-            "compare every method alike.")
+            "dotted line is the trivial output w = 0 (log-loss ln 2). Shown: the configurations Figures 2 and 9 "
+            "list (not their per-dataset additions), also those whose excess loss the loss figures leave out: test "
+            "metrics compare every method alike; a pair of rows for the paper's methods and one for those beyond "
+            "the paper (with the paper's first-order full-batch configurations as the reference).")
 
 
 #: every figure of the workflow, in report order
@@ -232,7 +329,8 @@ SPECS: dict[str, Figure] = {
     "fig1_runtime": Figure("Figure 1: excess loss vs runtime",
                            {"best": "best_T", "curves": "best_curves", "costs": "update_costs"}, _fig1, _caption_fig1),
     "fig2_privacy_utility": Figure("Figure 2: privacy-utility",
-                                   {"best": "best_T", "baseline": "baseline", "floor": "floor"}, _fig2, _caption_fig2),
+                                   {"best": "best_T", "baseline": "baseline", "floor": "floor"},
+                                   _privacy_utility(beyond=False), _caption_fig2),
     "fig3_convergence": Figure("Figure 3: convergence vs DP-GD-Oracle", {"best": "best_T", "curves": "best_curves"},
                                _fig3, _caption_fig3),
     "fig4_minibatch": Figure("Figure 4: minibatch vs DP-SGD", {"best": "best_T", "baseline": "baseline"}, _fig4,
@@ -248,6 +346,10 @@ SPECS: dict[str, Figure] = {
     "fig8_frontier_runtime": Figure("Figure 8: compute-budget frontier by runtime",
                                     {"frontier": "frontier", "baseline": "baseline", "floor": "floor"},
                                     _frontier("runtime_s"), _caption_fig8),
+    "fig9_beyond_paper": Figure("Figure 9: privacy-utility beyond the paper",
+                                {"best": "best_T", "baseline": "baseline", "floor": "floor"},
+                                _privacy_utility(beyond=True), _caption_fig9,
+                                made=lambda plan, p: bool(beyond_paper_names(plan, p["figures"]))),
 }
 FIGURES: tuple[str, ...] = tuple(SPECS)
 
@@ -287,6 +389,21 @@ def privacy_utility_names(plan, fig: dict) -> list[str]:
         return configured(plan, fig["privacy_utility_algorithms"])
     mini = set(fig["minibatch_algorithms"]) | {fig["minibatch_baseline"]}
     return [a for a in plan.algorithms if a not in mini and ALGORITHMS[plan.base(a)].role != NONPRIVATE_ROLE]
+
+
+def beyond_paper_names(plan, fig: dict) -> list[str]:
+    """The configurations Figure 9 lists: those of Figures 2 and 7 that are the project's (:func:`beyond_paper`)
+    and whose excess loss the loss figures show."""
+    names = loss_comparable(privacy_utility_names(plan, fig), {a: plan.base(a) for a in plan.algorithms})
+    return [a for a in names
+            if beyond_paper(plan.base(a), str(plan.algorithms[a]["hyper"].get("average", "none")))]
+
+
+def figure_names(plan, fig: dict) -> list[str]:
+    """The figures a run of ``plan`` makes (``fig``: the config's ``figures`` section), as the workflow's
+    figure rule gets its params."""
+    return made_figures(plan, {"figures": fig, "minibatch": minibatch_names(plan, fig),
+                               "conversions": plan.conversions()})
 
 
 def drawn_names(plan, fig: dict) -> list[str]:

@@ -3,14 +3,12 @@
 
 Every figure is one file per format (PNG and PDF) with one panel per dataset (or dataset x
 epsilon). Axis labels and titles state that T was selected non-privately. A configuration has one colour,
-line style, marker and legend label in every figure (:func:`method_styles`): the colour is its algorithm's
-(:data:`PALETTE`, in the registry's order), a shade of it (and a marker) per tuning variant, and the line
-style says how the model is released. Legends and notes sit below the panels, never over the data.
+line style, marker and legend label in every figure (:mod:`.styles`). Legends and notes sit below the
+panels, never over the data.
 """
 
 from __future__ import annotations
 
-import colorsys
 import math
 import shutil
 import textwrap
@@ -22,12 +20,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.colors import to_hex, to_rgb  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
-from ..algorithms import ALGORITHMS  # noqa: E402
 from .frontier import to_long  # noqa: E402
+from .styles import LINES, curve_style, in_style_order, label, method_styles, styles_for  # noqa: E402,F401
 from .timing import cost_lookup, runtime_column  # noqa: E402
 
 NONPRIVATE = "best T per algorithm chosen non-privately"
@@ -41,88 +38,8 @@ TRIVIAL_LOG_LOSS_LABEL = "trivial w=0 (ln 2)"
 #: the reference lines, listed after the methods in a legend
 REFERENCES = (TRIVIAL_LABEL, FLOOR_LABEL, OPTIMUM_LABEL, TRIVIAL_LOG_LOSS_LABEL)
 
-#: one colour per registered algorithm, the k-th of :data:`dpnewton.algorithms.ALGORITHMS` taking colour k
-#: (cycling past the end): sixteen hues that stay apart on a white background
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#7f7f7f", "#bcbd22",
-           "#008080", "#6b6ecf", "#f032e6", "#808000", "#17becf", "#800000", "#f6a600", "#e377c2")
-#: an algorithm's tuning variants (configurations that differ in more than their ``average``) in turn: the
-#: lightness of its colour (hue and saturation kept; 0 = the colour itself, -1 the darkest, 1 the lightest
-#: shade, :func:`_shade`) and the marker of the figures with one point per epsilon
-SHADES = (0.0, -0.5, 0.45, -0.9, 0.85, -0.25, 0.2)
-MARKERS = ("o", "s", "^", "v", "D", "P", "X")
-#: lightness range of the shades
-DARKEST, LIGHTEST = 0.2, 0.8
-#: line style by release: the last iterate, an average of iterates (``average`` other than none), and the
-#: same two for a method with a non-private step (its card's role); the floor's dots are no method's
-LINES = {("private", False): "-", ("private", True): "-.",
-         ("non-private step", False): "--", ("non-private step", True): (0, (6, 2, 1, 2, 1, 2))}
 #: legend and note text size (points)
 SMALL = 8
-
-
-def label(name: str) -> str:
-    """A registered algorithm's card label; a configuration name (or anything else) as it is."""
-    return ALGORITHMS[name].label if name in ALGORITHMS else name
-
-
-def _shade(colour, amount: float) -> str:
-    """``colour`` with its lightness moved the share ``amount`` of the way to :data:`DARKEST` (< 0) or to
-    :data:`LIGHTEST` (> 0)."""
-    h, lightness, s = colorsys.rgb_to_hls(*to_rgb(colour))
-    bound = DARKEST if amount < 0 else LIGHTEST
-    return to_hex(colorsys.hls_to_rgb(h, lightness + abs(amount) * (bound - lightness), s))
-
-
-def method_styles(methods) -> dict[str, dict]:
-    """Colour, line style, marker and legend label (``plot`` keywords) of each configuration, the same in every
-    figure of a run, in legend order: by algorithm (registry order), then tuning variant, then release. The
-    figures of curves draw no markers (:func:`_curve`).
-
-    ``methods``: name -> {"base": its registered algorithm, "average": its release, "variant": a key equal for
-    configurations that differ only in ``average``} (:func:`dpnewton.pipeline.figures.style_order`; the
-    variants of an algorithm get :data:`SHADES` in the order given), or a list of names, each its own algorithm.
-    A method with a non-private step is marked so in its label and dashed."""
-    if not isinstance(methods, dict):
-        methods = {m: {"base": m, "average": "none", "variant": m} for m in dict.fromkeys(methods)}
-    order = list(ALGORITHMS)
-    order += list(dict.fromkeys(k["base"] for k in methods.values() if k["base"] not in ALGORITHMS))
-    variants: dict[str, list] = {}
-    for key in methods.values():
-        seen = variants.setdefault(key["base"], [])
-        if key["variant"] not in seen:
-            seen.append(key["variant"])
-    styles, rank = {}, {}
-    for name, key in methods.items():
-        base, averaged = key["base"], key["average"] not in ("none", None)
-        role = ALGORITHMS[base].role if base in ALGORITHMS else ""
-        nonprivate = role == "non-private step"
-        shade = variants[base].index(key["variant"])
-        styles[name] = {"color": _shade(PALETTE[order.index(base) % len(PALETTE)], SHADES[shade % len(SHADES)]),
-                        "ls": LINES["non-private step" if nonprivate else "private", averaged],
-                        "marker": MARKERS[shade % len(MARKERS)],
-                        "label": label(name) + (" (non-private step)" if nonprivate else "")}
-        rank[name] = (order.index(base), shade, averaged)
-    return {name: styles[name] for name in sorted(styles, key=lambda n: rank[n])}
-
-
-def _styles_for(styles: dict | None, names) -> dict[str, dict]:
-    """``styles`` extended by any of ``names`` it lacks (a caller without the run's table), each its own
-    algorithm."""
-    styles = dict(styles or {})
-    extra = [n for n in dict.fromkeys(names) if n not in styles]
-    styles.update(method_styles(extra))
-    return styles
-
-
-def _curve(style: dict) -> dict:
-    """``style`` without its marker (a curve has a point per iterate or budget)."""
-    return {**style, "marker": None}
-
-
-def _in_style_order(names, styles: dict) -> list[str]:
-    """``names`` (without repeats) in legend order."""
-    rank = {n: k for k, n in enumerate(styles)}
-    return sorted(dict.fromkeys(names), key=lambda n: rank.get(n, len(rank)))
 
 
 def _style():
@@ -176,36 +93,68 @@ def _series(d: pd.DataFrame, column: str, values, x: str):
             yield v, a
 
 
+#: a mean excess loss above this multiple of the trivial output's (w = 0) is a diverged cell: left out of the
+#: y-range and marked at the panel's top edge (a hollow marker), named in the notes below the legend
+DIVERGED = 10.0
+
+
+def _diverged(y, trivial: float | None) -> np.ndarray:
+    """Which of ``y`` lie above :data:`DIVERGED` x ``trivial`` (none without a trivial value)."""
+    y = np.asarray(y, dtype=float)
+    if trivial is None or not np.isfinite(trivial) or trivial <= 0:
+        return np.zeros(y.shape, dtype=bool)
+    return np.isfinite(y) & (y > DIVERGED * trivial)
+
+
+def _mark_above(ax, x, style: dict) -> None:
+    """Hollow markers at the top edge of ``ax`` at the x positions of cells above the y-range."""
+    ax.plot(np.asarray(x, dtype=float), np.full(len(x), 0.97), transform=ax.get_xaxis_transform(), ls="none",
+            marker=style.get("marker") or "^", mfc="none", mec=style["color"], ms=6, clip_on=False)
+
+
+def _trivial(baseline: pd.DataFrame | None, ds: str) -> float | None:
+    if baseline is None or "dataset" not in baseline:
+        return None
+    triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
+    return float(triv.iloc[0]) if len(triv) else None
+
+
 def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conversion: str, paths,
                     title: str = "Privacy-utility trade-off", floor: pd.DataFrame | None = None,
                     styles: dict | None = None, extra: dict | None = None) -> None:
     """Figure 2 (and 4): best-T mean excess loss vs epsilon, log-log, +-1 s.e. bands, trivial line;
     with ``floor`` (the floor table) also the Gaussian ridge floor F*(epsilon) of each dataset as a
     dotted line, labelled as what it is: a reference on the local quadratic model, not a lower bound.
-    ``extra`` (dataset -> configurations) adds configurations to a dataset's panel. Below the legend, per
-    dataset, the largest share over epsilon of each configuration's runs that were unstable."""
+    ``extra`` (dataset -> configurations) adds configurations to a dataset's panel. A cell above
+    :data:`DIVERGED` x the trivial excess loss is marked at the top edge instead of stretching the y-axis.
+    Below the legend, per dataset, configuration and epsilon, the share of its runs that were unstable."""
     _style()
     extra = extra or {}
     shown = list(algorithms) + [a for names in extra.values() for a in names]
     b = best[(best["conversion"] == conversion) & best["algorithm"].isin(shown)]
-    styles = _styles_for(styles, shown)
+    styles = styles_for(styles, shown)
     datasets = sorted(best["dataset"].unique())
     fig, axes = _grid(len(datasets))
-    notes = []
+    notes, above = [], []
     for ax, ds in zip(axes, datasets):
         d = b[b["dataset"] == ds]
+        trivial = _trivial(baseline, ds)
         unstable = []
-        for alg, a in _series(d, "algorithm", _in_style_order(list(algorithms) + extra.get(ds, []), styles),
+        for alg, a in _series(d, "algorithm", in_style_order(list(algorithms) + extra.get(ds, []), styles),
                               "epsilon"):
-            _band(ax, a["epsilon"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], ms=3.5, **styles[alg])
+            y = _positive(a["excess_loss_mean"])
+            out = _diverged(y, trivial)
+            _band(ax, a["epsilon"], np.where(out, np.nan, y), a["excess_loss_se"], ms=3.5, **styles[alg])
+            if out.any():
+                _mark_above(ax, a["epsilon"][out], styles[alg])
+                above.append(f"{ds}: {styles[alg]['label']} at eps=" + ", ".join(f"{e:g}" for e in a["epsilon"][out]))
             note = _instability(a)
             if note:
                 unstable.append(f"{styles[alg]['label']} {note}")
         if unstable:
-            notes.append(f"{ds}: " + ", ".join(unstable))
-        triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"]
-        if len(triv):
-            ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label=TRIVIAL_LABEL)
+            notes.append(f"{ds}: " + "; ".join(unstable))
+        if trivial is not None:
+            ax.axhline(trivial, color="k", ls="--", lw=1, label=TRIVIAL_LABEL)
         if floor is not None:
             f = floor[(floor["dataset"] == ds) & (floor["conversion"] == conversion)].sort_values("epsilon")
             if len(f):
@@ -219,21 +168,24 @@ def privacy_utility(best: pd.DataFrame, baseline: pd.DataFrame, algorithms, conv
         ax.set_xlabel(r"privacy budget $\varepsilon$ ($\delta=n^{-2}$)")
         ax.set_ylabel("excess loss at best T (mean, +-1 s.e.)")
     if notes:
-        notes.insert(0, "Runs that diverged or ended no better than w=0 (largest share over epsilon):")
+        notes.insert(0, "Share of runs (every T) that diverged or ended no better than w=0, per epsilon:")
+    if above:
+        notes.append(f"Hollow markers at the top edge: mean excess loss above {DIVERGED:g} x the trivial w=0's "
+                     "(diverged), off the y-range: " + "; ".join(above))
     _finish(fig, axes, f"{title} ({NONPRIVATE}; conversion {conversion})", styles, notes)
     save(fig, paths)
 
 
 def _instability(a: pd.DataFrame) -> str:
-    """The worst diverged/worse-than-trivial share over this configuration's cells (and its reset share)."""
+    """The diverged/worse-than-trivial share of this configuration's runs at each epsilon where it is not
+    zero (and the share of iterations where the explosion reset fired), e.g. "50% at eps=0.1"."""
     if "unstable_fraction" not in a:
         return ""
-    worst = a["unstable_fraction"].astype(float).max()
-    resets = a["reset_iteration_fraction"].astype(float).max() if "reset_iteration_fraction" in a else 0.0
-    text = f"{worst:.0%}" if worst > 0 else ""
-    if resets > 0:
-        text += f" (reset in {resets:.0%} of iterations)"
-    return text.strip()
+    parts = [f"{float(u):.0%} at eps={float(e):g}" for e, u in zip(a["epsilon"], a["unstable_fraction"]) if u > 0]
+    if "reset_iteration_fraction" in a:
+        parts += [f"reset in {float(r):.0%} of iterations at eps={float(e):g}"
+                  for e, r in zip(a["epsilon"], a["reset_iteration_fraction"]) if r > 0]
+    return ", ".join(parts)
 
 
 def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilon: float, conversion: str,
@@ -248,15 +200,15 @@ def runtime_curves(curves: pd.DataFrame, costs: pd.DataFrame, algorithms, epsilo
                & curves["algorithm"].isin(algorithms)]
     c = c.assign(runtime_s=runtime_column(c, cost_lookup(costs), "iterate"))
     c = c[np.isfinite(c["runtime_s"].to_numpy())]
-    styles = _styles_for(styles, algorithms)
+    styles = styles_for(styles, algorithms)
     datasets = sorted(curves["dataset"].unique()) or ["(none)"]
     fig, axes = _grid(len(datasets))
     notes = []
     for ax, ds in zip(axes, datasets):
         d = c[c["dataset"] == ds]
         best_T = []
-        for alg, a in _series(d, "algorithm", _in_style_order(algorithms, styles), "iterate"):
-            _band(ax, a["runtime_s"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], **_curve(styles[alg]))
+        for alg, a in _series(d, "algorithm", in_style_order(algorithms, styles), "iterate"):
+            _band(ax, a["runtime_s"], _positive(a["excess_loss_mean"]), a["excess_loss_se"], **curve_style(styles[alg]))
             best_T.append(f"{styles[alg]['label']} {int(a['iterations'].iloc[0])}")
         if best_T:
             notes.append(f"{ds}: " + ", ".join(best_T))
@@ -277,7 +229,7 @@ def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, pat
     below the legend. The iteration axis is logarithmic (linear between iterates 0 and 1, so w_0 stays
     on it): the Newton runs' best T is tens of iterations, the Oracle's thousands."""
     _style()
-    styles = _styles_for(styles, algorithms)
+    styles = styles_for(styles, algorithms)
     datasets = sorted(curves["dataset"].unique()) or ["(none)"]
     eps = list(epsilons)
     fig, axes = plt.subplots(len(datasets), len(eps), figsize=(4.2 * len(eps), 3.3 * len(datasets)),
@@ -289,9 +241,9 @@ def convergence(curves: pd.DataFrame, algorithms, epsilons, conversion: str, pat
             d = curves[(curves["dataset"] == ds) & (curves["conversion"] == conversion)
                        & np.isclose(curves["epsilon"], e)]
             best_T = []
-            for alg, a in _series(d, "algorithm", _in_style_order(algorithms, styles), "iterate"):
+            for alg, a in _series(d, "algorithm", in_style_order(algorithms, styles), "iterate"):
                 _band(ax, a["iterate"], _positive(a["excess_loss_mean"]), a["excess_loss_se"],
-                      **_curve(styles[alg]))
+                      **curve_style(styles[alg]))
                 best_T.append(f"{styles[alg]['label']} {int(a['iterations'].iloc[0])}")
             if best_T:
                 notes.append(f"{ds}, eps={e:g}: " + ", ".join(best_T))
@@ -335,24 +287,29 @@ def conversions(best: pd.DataFrame, algorithm: str, conversions_list, paths,
     save(fig, paths)
 
 
-def heldout(table: pd.DataFrame, algorithms, conversion: str, paths, styles: dict | None = None) -> None:
+def heldout(table: pd.DataFrame, algorithms, conversion: str, paths, styles: dict | None = None,
+            groups=None) -> None:
     """Figure 7: test accuracy and test log-loss (log y: diverging runs reach losses far above ln 2)
     at best T vs epsilon (log x), +-1 s.e. bands; one column per dataset; the non-private optimum of
     the training split (and, for the log-loss, the trivial w = 0) as reference lines. Best T was
-    selected on the training excess loss."""
+    selected on the training excess loss. ``groups`` ([(title, configurations)], default one group of
+    ``algorithms``): a pair of rows (accuracy, log-loss) per group."""
     _style()
     t = table[(table["conversion"] == conversion) & table["algorithm"].isin(algorithms)]
-    styles = _styles_for(styles, algorithms)
+    styles = styles_for(styles, algorithms)
     datasets = sorted(table["dataset"].unique()) or ["(none)"]
-    fig, grid = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 3.3 * 2), squeeze=False)
-    panels = [("test_accuracy", "test accuracy at best T (mean, +-1 s.e.)"),
-              ("test_log_loss", "test log-loss at best T (mean, +-1 s.e.)")]
+    groups = [(g, m) for g, m in (groups or [("", list(algorithms))]) if m]
+    fig, grid = plt.subplots(2 * len(groups), len(datasets), figsize=(4.2 * len(datasets), 3.3 * 2 * len(groups)),
+                             squeeze=False)
+    panels = [(group, members, metric, ylabel) for group, members in groups
+              for metric, ylabel in (("test_accuracy", "test accuracy at best T (mean, +-1 s.e.)"),
+                                     ("test_log_loss", "test log-loss at best T (mean, +-1 s.e.)"))]
     for j, ds in enumerate(datasets):
         d = t[t["dataset"] == ds]
         ref = table[table["dataset"] == ds]
-        for i, (metric, ylabel) in enumerate(panels):
+        for i, (group, members, metric, ylabel) in enumerate(panels):
             ax = grid[i][j]
-            for alg, a in _series(d, "algorithm", _in_style_order(algorithms, styles), "epsilon"):
+            for alg, a in _series(d, "algorithm", in_style_order(members, styles), "epsilon"):
                 _band(ax, a["epsilon"], a[f"{metric}_mean"], a[f"{metric}_se"], ms=3.5, **styles[alg])
             if len(ref):
                 ax.axhline(float(ref[f"optimum_{metric}"].iloc[0]), color="k", ls="--", lw=1,
@@ -364,7 +321,7 @@ def heldout(table: pd.DataFrame, algorithms, conversion: str, paths, styles: dic
                 _empty(ax)
             ax.set_xscale("log")
             n_test = f", {int(ref['n_test'].iloc[0])} test rows" if len(ref) else ""
-            ax.set_title(f"{ds}{n_test}")
+            ax.set_title(f"{ds}{n_test}" + (f": {group}" if group else ""), fontsize=10)
             ax.set_xlabel(r"privacy budget $\varepsilon$ ($\delta=n_{train}^{-2}$)")
             ax.set_ylabel(ylabel)
     _finish(fig, list(grid.flat),
@@ -378,36 +335,48 @@ FRONTIER_MEASURES = {"passes": ("budget: gradient passes over Z (pass-equivalent
 
 
 def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str, paths, measure: str = "passes",
-                    floor: pd.DataFrame | None = None, styles: dict | None = None) -> None:
+                    floor: pd.DataFrame | None = None, styles: dict | None = None, groups=None) -> None:
     """Figure 6 (``measure`` "passes") or 8 ("runtime_s"): the compute-budget frontier
     (:mod:`dpnewton.pipeline.frontier`) under one cost measure, log-log: best mean excess loss within a
-    budget vs the budget, a step line (best so far) per method; one row per dataset, one column per
-    epsilon; the trivial w = 0 and the Gaussian ridge floor F* as horizontal
-    reference lines (the non-private optimum, excess 0, is off the log scale)."""
+    budget vs the budget, a step line (best so far) per method; one row per dataset and group of methods
+    (``groups``: [(title, methods)], default one group of all), one column per epsilon; the trivial w = 0 and
+    the Gaussian ridge floor F* as horizontal reference lines (the non-private optimum, excess 0, is off the
+    log scale). A frontier above :data:`DIVERGED` x the trivial excess loss is left out of the y-range: cut
+    there and marked at the top edge, named in the notes."""
     _style()
     xlabel, what = FRONTIER_MEASURES[measure]
     long = to_long(table)
     long = long[(long["conversion"] == conversion) & (long["measure"] == measure)]
     datasets = sorted(long["dataset"].unique()) or ["(none)"]
     eps = sorted(long["epsilon"].unique()) or [float("nan")]
-    styles = _styles_for(styles, sorted(long["method"].unique()))
-    fig, grid = plt.subplots(len(datasets), len(eps), figsize=(4.2 * len(eps), 3.3 * len(datasets)),
-                             squeeze=False)
-    for i, ds in enumerate(datasets):
-        triv = baseline.loc[baseline["dataset"] == ds, "trivial_excess_loss"] if "dataset" in baseline else []
+    styles = styles_for(styles, sorted(long["method"].unique()))
+    groups = [(t, m) for t, m in (groups or [("", sorted(long["method"].unique()))]) if m]
+    drawable = long[np.isfinite(long["best_excess_loss"].to_numpy(dtype=float))]
+    rows = [(ds, t, m) for ds in datasets for t, m in groups
+            if drawable[(drawable["dataset"] == ds) & drawable["method"].isin(m)].size]
+    missing = [f"{t or 'methods'} ({ds})" for ds in datasets for t, m in groups if (ds, t, m) not in rows]
+    rows = rows or [(ds, "", []) for ds in datasets]
+    fig, grid = plt.subplots(len(rows), len(eps), figsize=(4.2 * len(eps), 3.3 * len(rows)), squeeze=False)
+    above = []
+    for i, (ds, group, members) in enumerate(rows):
+        trivial = _trivial(baseline, ds)
         for j, e in enumerate(eps):
             ax = grid[i][j]
             d = long[(long["dataset"] == ds) & np.isclose(long["epsilon"], e)]
             drawn = False
-            for method in _in_style_order(d["method"].unique(), styles):
+            for method in in_style_order([m for m in d["method"].unique() if m in members], styles):
                 a = d[d["method"] == method].sort_values("budget")
                 y = _positive(a["best_excess_loss"])
                 if not np.isfinite(y).any():
                     continue
-                ax.step(a["budget"], y, where="post", lw=1.3, **_curve(styles[method]))
+                out = _diverged(y, trivial)
+                ax.step(a["budget"], np.where(out, np.nan, y), where="post", lw=1.3, **curve_style(styles[method]))
+                if out.any():
+                    _mark_above(ax, a["budget"].to_numpy()[out][:1], styles[method])
+                    above.append(f"{styles[method]['label']} ({ds}, eps={e:g})")
                 drawn = True
-            if len(triv):
-                ax.axhline(float(triv.iloc[0]), color="k", ls="--", lw=1, label=TRIVIAL_LABEL)
+            if trivial is not None:
+                ax.axhline(trivial, color="k", ls="--", lw=1, label=TRIVIAL_LABEL)
             if floor is not None and len(floor):
                 f = floor[(floor["dataset"] == ds) & (floor["conversion"] == conversion)
                           & np.isclose(floor["epsilon"], e)]
@@ -419,13 +388,18 @@ def frontier_figure(table: pd.DataFrame, baseline: pd.DataFrame, conversion: str
                 ax.set_xscale("log")
                 ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_yscale("log")
-            ax.set_title(f"{ds}, eps={e:g}")
-            if i == len(datasets) - 1:
+            ax.set_title(f"{ds}, eps={e:g}" + (f": {group}" if group else ""), fontsize=10)
+            if i == len(rows) - 1:
                 ax.set_xlabel(xlabel, fontsize=SMALL)
             if j == 0:
                 ax.set_ylabel("best excess loss within budget", fontsize=SMALL)
+    notes = ([f"Hollow marker at the top edge: the frontier is above {DIVERGED:g} x the trivial w=0's excess loss "
+              "(diverged) at the smallest budgets, cut there: " + "; ".join(above)] if above else [])
+    if missing:
+        notes.append("No row (no method of the group " + ("timed" if measure == "runtime_s" else "with a result")
+                     + "): " + "; ".join(missing))
     _finish(fig, list(grid.flat), f"Compute-budget frontier by {what} (best T and configuration chosen "
-            f"non-privately; conversion {conversion})", styles)
+            f"non-privately; conversion {conversion})", styles, notes)
     save(fig, paths)
 
 

@@ -113,7 +113,7 @@ def privacy_plans(variants: dict) -> pd.DataFrame:
     rows = []
     for name, v in variants.items():
         spec = ALGORITHMS.get(v["algorithm"])
-        if spec is None or spec.plan is None:
+        if spec is None or not spec.zcdp:
             continue
         plan = spec.plan(v["hyper"], 1000, 10, 8, 1.0)
         for r in plan.releases:
