@@ -16,6 +16,6 @@ BUILT_IN: tuple[str, ...] = tuple(ALGORITHMS)
 PLUGINS = load_plugins()
 
 __all__ = ["ALGORITHMS", "AUDIT_CANARIES", "AUDIT_LEVELS", "AlgorithmSpec", "AuditCase", "BUILT_IN",
-           "ENTRY_POINT_GROUP", "PLUGINS", "ROLES", "RunContext", "RunResult", "build_config", "configured_nonprivate",
-           "costed",
-           "get_algorithm", "planner", "register", "runner", "with_role", "with_train_accuracy"]
+           "ENTRY_POINT_GROUP", "PLUGINS", "ROLES", "RunContext", "RunResult", "build_config",
+           "configured_nonprivate", "costed", "get_algorithm", "planner", "register", "runner", "with_role",
+           "with_train_accuracy"]
