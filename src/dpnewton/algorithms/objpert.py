@@ -146,14 +146,17 @@ def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertCo
     n, d, rng = problem.n, problem.d, ctx.rng
     start = time.perf_counter()
     params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg, ctx.neighbouring)
-    b = ctx.ledger.noise("objective", params["sigma_obj"]) * rng.standard_normal(d)
+    # b is the linear term's noise (its input is 0), mean form: sensitivity L/n (sum form L)
+    b = ctx.ledger.draw_noise("objective", np.zeros(d), ctx.ledger.noise("objective", params["sigma_obj"]), rng,
+                              sensitivity=params["L"] / n)
     try:
         theta_hat, reached, steps = minimize_objective(problem, params["Lambda"], b, params["gamma"],
                                                        MAX_NEWTON_ITERATIONS)
     except RuntimeError as err:
         raise RuntimeError(f"objpert: {err} "
                            "(objpert's cap: dpnewton.algorithms.objpert.MAX_NEWTON_ITERATIONS)") from err
-    theta = theta_hat + ctx.ledger.noise("output", params["sigma_out"]) * rng.standard_normal(d)
+    theta = theta_hat + ctx.ledger.draw_noise("output", theta_hat, ctx.ledger.noise("output", params["sigma_out"]), rng,
+                                              sensitivity=params["sensitivity_out"])
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
     losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Union
 
+import numpy as np
+
 from .neighbouring import BENCHMARK_RELATION
 
 # Relative slack for floating-point round-off when per-step budgets (rho/T * fractions) are summed.
@@ -33,6 +35,16 @@ def gaussian_sigma(sensitivity: float, rho: float) -> float:
     if not sensitivity >= 0:
         raise ValueError(f"sensitivity={sensitivity!r} must be >= 0")
     return sensitivity / math.sqrt(2.0 * rho)
+
+
+def gaussian_noise(quantity: str, value, sigma: float, rng, sensitivity: float | None = None, size=None):
+    """sigma xi, xi ~ N(0, I) of ``value``'s shape (or ``size``; a scalar value: one float): the noise of
+    one Gaussian release of ``value`` (the caller adds it). ``quantity`` and ``sensitivity`` are not read
+    here; :meth:`PrivacyLedger.draw_noise` is this draw behind a ledger, where a subclass may record them
+    (the grey-box audit, :mod:`dpnewton.audit.greybox`). Called directly only where a step runs without a
+    ledger (unit tests of one step)."""
+    shape = np.shape(value) if size is None else size
+    return sigma * rng.standard_normal(shape if shape != () else None)
 
 
 @dataclass
@@ -186,6 +198,19 @@ class PrivacyLedger:
         release is recorded by its own entry or event.
         """
         return sigma
+
+    def draw_noise(self, quantity: str, value, sigma: float, rng, sensitivity: float | None = None, size=None):
+        """The noise sigma xi of one Gaussian release of ``value`` (:func:`gaussian_noise`): every noisy
+        release of an optimizer draws here, where it adds the noise to its un-noised input ``value``.
+
+        ``sensitivity``: the release's L2 sensitivity when it is not charged through :meth:`charge`
+        (accountant- or objective-perturbation-calibrated scales); None: that of the entry just charged
+        for ``quantity``. ``size``: the draw's shape when it is not ``value``'s (a symmetric matrix
+        released through its upper triangle). In production neither ``value`` nor ``sensitivity`` is
+        read and the draw is the caller's former ``sigma * rng.standard_normal(shape)``, bit for bit; a
+        subclass records them (the grey-box sensitivity audit's replay, :mod:`dpnewton.audit.greybox`).
+        """
+        return gaussian_noise(quantity, value, sigma, rng, sensitivity, size)
 
     def charge_event(self, event: AccountingEvent) -> None:
         """Record an accountant-level event (e.g. calibrated subsampled Gaussian); a dict is copied."""
