@@ -157,12 +157,12 @@ def _context(problem: LogisticProblem, algorithm: str, relation: str, epsilon: f
     """A run's context as :func:`~dpnewton.experiment.make_contexts` builds it (the count released where it
     releases one), with a :class:`RecordingLedger` and, for an iterative card, the start pinned to ``pin``."""
     rho = epsilon_to_rho(epsilon, delta, "gdp")
-    ident = RunIdentity(problem.name, algorithm, float(epsilon), seed, iterations)
+    ident = RunIdentity("greybox", algorithm, float(epsilon), seed, iterations)   # one identity: the same streams
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 29])))
     ledger = RecordingLedger(rho, BENCHMARK_RELATION if broken == "public-n" else relation, broken, replay)
     ctx = RunContext(ident, float(epsilon), float(delta), "gdp", rho, ledger, PinnedStartRng(rng, pin))
     if relation == LIBRARY_RELATION and broken != "public-n":
-        probe = make_contexts(problem.name, algorithm, epsilon, delta, "gdp", rho, [(seed, iterations)],
+        probe = make_contexts("greybox", algorithm, epsilon, delta, "gdp", rho, [(seed, iterations)],
                               neighbouring=relation, n=problem.n)[0]
         if probe.count is not None:      # the card releases the count under add-remove
             release_count(ctx, problem.n)

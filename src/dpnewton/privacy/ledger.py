@@ -43,8 +43,10 @@ def gaussian_noise(quantity: str, value, sigma: float, rng, sensitivity: float |
     here; :meth:`PrivacyLedger.draw_noise` is this draw behind a ledger, where a subclass may record them
     (the grey-box audit, :mod:`dpnewton.audit.greybox`). Called directly only where a step runs without a
     ledger (unit tests of one step)."""
-    shape = np.shape(value) if size is None else size
-    return sigma * rng.standard_normal(shape if shape != () else None)
+    if size is None:   # as the draws were written: no size for a scalar, an int for a vector
+        shape = np.shape(value)
+        size = None if shape == () else shape[0] if len(shape) == 1 else shape
+    return sigma * rng.standard_normal(size)
 
 
 @dataclass
