@@ -62,8 +62,9 @@ def test_broken_variants_are_caught(reports, rel, name):
     if rel == LIBRARY_RELATION:
         assert "public-n" in caught      # noise scaled by the exact n of each side
     # half the noise covers half the sensitivity: caught wherever the canary moves an input by more than
-    # half of it; not for cubic Newton (its model-gradient bound (L0 + L1 D)/n is 5.6x the canary's 0.65/n)
-    # nor AOP (its objective noise covers the replace-one bound 2L, twice the add/remove change <= L)
+    # half of it; not for cubic Newton (the canary moves its model gradients by 0.48 of the bound
+    # (L0 + L1 D)/n at the default D = 10) nor AOP (its objective noise covers the replace-one bound 2L,
+    # twice the add/remove change <= L)
     assert ("half-noise" in caught) == (name not in ("cubic-newton", "aop"))
 
 
