@@ -90,8 +90,9 @@ def test_replay_couples_the_neighbour_to_the_released_history():
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_recording_changes_no_number_and_records_every_charge(toy_problem, monkeypatch, name):
-    """The hook: a RecordingLedger run is the production run bit for bit, and every charged release
-    was drawn through draw_noise right after its charge (same quantity, step and sigma)."""
+    """The hook: a RecordingLedger run is the production run bit for bit, every charged release was drawn
+    through draw_noise right after its charge (same quantity, step and sigma), and so was every scale passed
+    through noise(): a card that drew by hand would escape the grey-box test and fail here."""
     spec = ALGORITHMS[name]
     rel = spec.relations[0]
     [plain] = run_algorithm(toy_problem, "toy", name, 1.0, [3], 2, neighbouring=rel)
@@ -104,6 +105,8 @@ def test_recording_changes_no_number_and_records_every_charge(toy_problem, monke
     charged = [(e.quantity, e.step, e.sigma) for e in ledger.entries if e.sigma != float("inf")]
     drawn = [(r.quantity, r.step, r.sigma) for r in ledger.releases if r.quantity in {q for q, _, _ in charged}]
     assert drawn == charged
+    # a scale calibrated elsewhere (accountant multiplier, objective perturbation) is drawn there too
+    assert {q for q, _ in ledger.noised} <= {r.quantity for r in ledger.releases}
     assert ledger.releases, "every card releases something"
 
 
@@ -117,3 +120,13 @@ def test_draw_noise_is_the_former_draw():
                    np.random.default_rng(5).standard_normal())
         np.testing.assert_array_equal(a, b)
         assert type(a) is type(b)
+
+
+def test_a_different_sequence_of_releases_is_flagged():
+    """(i): the run on D' makes one release fewer (T = 2 against T = 3): the sequences differ."""
+    pair = neighbour_pair(LIBRARY_RELATION)
+    D, _ = run_pair(pair, "dp-gd", iterations=3)
+    _, Dp = run_pair(pair, "dp-gd", iterations=2)
+    rep = compare_runs(D, Dp)
+    assert any(v.startswith("(i) release sequences differ") for v in rep.violations)
+    assert any(v.startswith("(i) ledger charges differ") for v in rep.violations)

@@ -2,7 +2,7 @@
 
 Source: J. Dong, A. Roth, W. Su, *Gaussian Differential Privacy*, JRSS B 2022 (arXiv:1905.02383).
 A mechanism is mu-GDP when every test of D against D' has type II error beta >= G_mu(alpha) =
-Phi(Phi^-1(1 - alpha) - mu) at type I error alpha (their Def. 2.6), i.e.
+Phi(Phi^-1(1 - alpha) - mu) at type I error alpha (f-DP with f = G_mu), i.e.
 
     mu >= Phi^-1(1 - alpha) - Phi^-1(beta).
 
