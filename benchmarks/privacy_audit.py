@@ -543,7 +543,9 @@ def greybox_lines() -> list[str]:
         "* Neighbours: `add-remove` (the library's relation, n private): D' = D + the canary row, each side "
         "releasing its own noisy count first; `add-remove-public-n` (the benchmark's, n public): the canary row "
         "replaced by a zero row, which adds nothing to any gradient, SOI or batch sum (zero-out neighbours: the "
-        "canary's removal with the public n kept). Rows: 24 x -u and 6 random rows of norm <= 1; canary +u; "
+        "canary's removal with the public n kept; with each side's own n the scales differ by construction, "
+        "the relation's stated caveat, and a row cannot leave the unit ball: `LogisticProblem` refuses it, so "
+        "a missing clip cannot reach a mechanism). Rows: 24 x -u and 6 random rows of norm <= 1; canary +u; "
         "d = 3, epsilon 1, delta 1e-5, T = 3, start pinned at -0.6 u + 0.8 e_2 (the canary's gradient is "
         "0.65 of the gradient sensitivity there).",
         "* Coupling: D' runs with D's seed and every release returns D's released value (the coupled noise is "

@@ -126,8 +126,8 @@ def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdCon
                 raise ValueError(f"noise_multiplier={z!r} must be >= 0")
             ctx.ledger.mark_nonprivate(f"noise multiplier fixed by hand to {z!r} (not calibrated)")
         z = ctx.ledger.noise("gradient", z)
-        rng = ctx.rng
-        res = iterate_single(problem, ctx, lambda w, t: dp_sgd_step(problem, w, rng, b, z, cfg.step, ctx.ledger),
+        rng, ledger = ctx.rng, ctx.ledger
+        res = iterate_single(problem, ctx, lambda w, t: dp_sgd_step(problem, w, rng, b, z, cfg.step, ledger),
                              full_margins=False)
         res.diagnostics.update({"noise_multiplier": z, "batch_size": b})
         results.append(res)
@@ -217,8 +217,8 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
         rng = ctx.rng
         sizes: list[tuple[int, int]] = []
 
-        def step(w, t, rng=rng, z_g=z_g, z_h=z_h, sizes=sizes):
-            w_next, _lam, kg, kh = minibatch_newton_step(problem, w, rng, cfg, b_g, b_h, z_g, z_h, ctx.ledger)
+        def step(w, t, rng=rng, z_g=z_g, z_h=z_h, sizes=sizes, ledger=ctx.ledger):
+            w_next, _lam, kg, kh = minibatch_newton_step(problem, w, rng, cfg, b_g, b_h, z_g, z_h, ledger)
             sizes.append((kg, kh))
             return w_next
 

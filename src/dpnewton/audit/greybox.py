@@ -35,7 +35,8 @@ Neighbours (:func:`neighbour_pair`): ``add-remove`` (the library's relation, n p
 canary row, each side releasing its own noisy count first (the count's input moves by exactly 1);
 ``add-remove-public-n`` (the benchmark's, n public): the canary row replaced by a zero row (zero-out
 neighbours: n is the same on both sides, and a zero row adds nothing to any gradient, SOI or batch sum, so
-it is the canary's removal with the public n kept). The canary is z_c = +u against rows -u and a few
+it is the canary's removal with the public n kept; run with each side's own n, the scales differ by
+construction, the relation's stated caveat). The canary is z_c = +u against rows -u and a few
 random rows, from the pinned start w0 = -0.6 u + 0.8 e_2 (its gradient is sigma(0.6) = 0.65 of the
 gradient sensitivity, its Hessian weight 0.91 of the trace's and u u^T the whole curvature sensitivity).
 """
