@@ -515,7 +515,8 @@ def gdp_lines(rows: list[dict], args) -> tuple[list[str], bool]:
         f"Bold: mu_lb above the whole run's mu = sqrt(2 rho) = {first['mu_claimed']:.3f}; italic: above the "
         "audited part's mu only.",
         "",
-        f"* Every correct Gaussian mechanism's mu_lb is within the claim of its audited part: **{'yes' if ok else 'NO'}**.",
+        "* Every correct Gaussian mechanism's mu_lb is within the claim of its audited part: "
+        f"**{'yes' if ok else 'NO'}**.",
         f"* GDP against tail counting on the same trials: the GDP epsilon bound is {np.median(ratios):.2f}x the "
         f"tail-counting bound (median over the {len(ratios)} correct rows whose tail bound is at least 0.5; "
         f"range {min(ratios):.2f}-{max(ratios):.2f})." if ratios else "",
@@ -598,7 +599,8 @@ def greybox_lines() -> list[str]:
         "input moves by more than half its bound: "
         + ", ".join(f"{name} (largest ratio {r:.2f})" for name, r in half_missed.items())
         + " (cubic Newton's model-gradient bound (L0 + L1 D)/n at the default D = 10 is loose for this canary; "
-        "AOP's objective noise covers the replace-one bound 2L, twice any add/remove change). With Poisson sampling (q = 0.1 by default) the canary may "
+        "AOP's objective noise covers the replace-one bound 2L, twice any add/remove change). With Poisson "
+        "sampling (q = 0.1 by default) the canary may "
         "be in no batch of this seed (ratio 0: nothing to check); at batch_frac = 1 every batch holds it. The "
         "non-private steps (dp-gd-oracle's line search, damped Newton's step size) are not releases: the "
         "replay does not see them.",

@@ -20,7 +20,8 @@ def _gaussian_trials(mu: float, trials: int, seed: int) -> tuple[np.ndarray, np.
 
 def test_mu_bound_is_the_formula_on_clopper_pearson_rates():
     fp, fn, n = 400, 700, 5000
-    expected = stats.norm.ppf(1 - clopper_pearson_upper(fp, n, 0.025)) - stats.norm.ppf(clopper_pearson_upper(fn, n, 0.025))
+    fpr_u, fnr_u = clopper_pearson_upper(fp, n, 0.025), clopper_pearson_upper(fn, n, 0.025)
+    expected = stats.norm.ppf(1 - fpr_u) - stats.norm.ppf(fnr_u)
     assert gdp_mu_lower_bound(fp, n, fn, n) == pytest.approx(expected, rel=1e-12)
     assert gdp_mu_lower_bound(fp, n, fn, n) == pytest.approx(gdp_mu_lower_bound(fn, n, fp, n))  # G_mu symmetric
     assert gdp_mu_lower_bound(fp + 50, n, fn, n) < gdp_mu_lower_bound(fp, n, fn, n)   # more errors, less mu

@@ -225,7 +225,8 @@ class GreyboxReport:
         return not self.violations
 
 
-def compare_runs(D: SideRun, Dp: SideRun, algorithm: str = "", relation: str = "", broken: str = "none") -> GreyboxReport:
+def compare_runs(D: SideRun, Dp: SideRun, algorithm: str = "", relation: str = "",
+                 broken: str = "none") -> GreyboxReport:
     """Checks (i)-(iii) of the module docstring on the two sides of :func:`run_pair`."""
     rep = GreyboxReport(algorithm, relation, broken)
     a, b = D.ledger, Dp.ledger
