@@ -173,7 +173,7 @@ def release_count(ctx: RunContext, n: int) -> None:
     run's methods get the rest of rho (``ctx.rho``) and use N for every mean and sensitivity."""
     rho_count = count_rho(ctx.rho)
     sigma = ctx.ledger.charge(0, "count", COUNT_SENSITIVITY, rho_count)
-    ctx.count = released_count(n, sigma, ctx.identity.generator("count"))
+    ctx.count = released_count(n, ctx.ledger.draw_noise("count", n, sigma, ctx.identity.generator("count")))
     ctx.rho = ctx.rho - rho_count
 
 

@@ -79,3 +79,14 @@ def test_large_epsilon_fits_and_beyond_the_cap_is_a_clear_error(epsilon, delta):
     assert np.isfinite(fit.weights).all() and np.mean(np.sign(X @ fit.weights) == y) > 0.9
     with pytest.raises(ValueError, match="above objpert's cap of 1e\\+06: no privacy is left"):
         dpnewton.fit(X / 4, y, "objpert", epsilon=1e300, delta=delta, seed=0)
+
+
+@pytest.mark.parametrize("relation", ["add-remove", "add-remove-public-n"])
+def test_greybox_replay_of_the_pure_mode(relation):
+    """Same seed on D and D' (replaying D's releases): identical control flow and noise scales, each
+    release's input moved within its declared sensitivity; broken variants are caught."""
+    from dpnewton.audit.greybox import greybox_audit
+
+    assert not greybox_audit("objpert", relation, delta=0.0).violations
+    for broken in ("wrong-sensitivity", "tenth-noise") + (("public-n",) if relation == "add-remove" else ()):
+        assert greybox_audit("objpert", relation, broken=broken, delta=0.0).violations, broken

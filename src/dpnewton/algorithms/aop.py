@@ -187,9 +187,12 @@ def run_aop_single(problem: LogisticProblem, ctx: RunContext) -> RunResult:
     if params["returned_zero"]:
         theta, reached, steps = np.zeros(d), float("nan"), 0
     else:
-        b = ctx.ledger.noise("objective", params["sigma_obj"]) * rng.standard_normal(d)
+        # b is the linear term's noise (its input is 0): sensitivity 2L/n, the replace-one bound of sigma_obj
+        b = ctx.ledger.draw_noise("objective", np.zeros(d), ctx.ledger.noise("objective", params["sigma_obj"]), rng,
+                                  sensitivity=2.0 * L_CONST / n)
         theta_hat, reached, steps = minimize_objective(problem, params["Lambda"], b, gamma)
-        theta = theta_hat + ctx.ledger.noise("output", params["sigma_out"]) * rng.standard_normal(d)
+        theta = theta_hat + ctx.ledger.draw_noise("output", theta_hat, ctx.ledger.noise("output", params["sigma_out"]),
+                                                  rng, sensitivity=n * gamma / params["Lambda"])
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
     losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])

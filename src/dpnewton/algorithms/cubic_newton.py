@@ -66,6 +66,8 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
+from ..privacy import PrivacyLedger
+from ..privacy.ledger import gaussian_noise
 from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, iterate_single
 from .costs import gram
@@ -190,10 +192,12 @@ def model_gradient(g: np.ndarray, H: np.ndarray, theta0: np.ndarray, L2: float, 
 
 def dp_cubic_solver(g: np.ndarray, H: np.ndarray, theta0: np.ndarray, N: int, mu: float, L2: float,
                     radius: float, sigma: float, rng: np.random.Generator, charge=None,
-                    record: list | None = None) -> np.ndarray:
+                    record: list | None = None, ledger: PrivacyLedger | None = None) -> np.ndarray:
     """Algorithm 2 on the cubic model (g, H, theta0); ``charge()`` is called before each release.
 
-    Random stream: one ``rng.standard_normal(d)`` per inner step (none when sigma == 0).
+    Random stream: one ``rng.standard_normal(d)`` per inner step (none when sigma == 0), drawn through
+    ``ledger`` (:meth:`~dpnewton.privacy.PrivacyLedger.draw_noise`, quantity "model-gradient"; None: the
+    draw alone).
     ``record`` (a list, testing / audit only): gets one pair (theta_i, released model gradient) per
     inner step i = 0..N-1, the release being m(theta_i) + sigma xi_i; nothing else changes.
     """
@@ -205,7 +209,7 @@ def dp_cubic_solver(g: np.ndarray, H: np.ndarray, theta0: np.ndarray, N: int, mu
         if charge is not None:
             charge()
         if sigma > 0:
-            grad = grad + sigma * rng.standard_normal(d)
+            grad = grad + (gaussian_noise if ledger is None else ledger.draw_noise)("model-gradient", grad, sigma, rng)
         if record is not None:
             record.append((theta, grad))
         theta = project_ball(theta - (2.0 / (mu * (i + 2))) * grad, radius)
@@ -261,7 +265,7 @@ def run_cubic_newton(problem: LogisticProblem, contexts: list[RunContext],
             record = None if records is None else []
             if records is not None:
                 records.append(record)
-            return dp_cubic_solver(g, H, w, N, mu, L2, R, sigma, rng, charge, record), m
+            return dp_cubic_solver(g, H, w, N, mu, L2, R, sigma, rng, charge, record, ledger), m
 
         res = iterate_single(problem, ctx, step, start=lambda w0: project_ball(w0, R), loss_of=loss_of,
                              loss_ref=f_opt)

@@ -88,9 +88,9 @@ def run_damped_newton(problem: LogisticProblem, contexts: list[RunContext],
             g = g + cfg.reg * w
             H = H + cfg.reg * eye
             s_g = plan.charge(ledger, t, "gradient")
-            g_noisy = g + s_g * rng.standard_normal(d)
+            g_noisy = g + ledger.draw_noise("gradient", g, s_g, rng)
             s_h = plan.charge(ledger, t, "hessian")
-            E = s_h * rng.standard_normal((d, d))
+            E = ledger.draw_noise("hessian", H, s_h, rng)
             vals, vecs = linalg.eigh(H + 0.5 * (E + E.T), check_finite=False, driver="evd")
             p = vecs @ ((vecs.T @ g_noisy) / np.maximum(vals, cfg.eig_floor))
             if cfg.step_rule == "damped":

@@ -136,10 +136,12 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
         def step(w, t):
             m, g, H = problem.newton_pass(w, cfg.soi)  # margins, gradient and SOI in one pass
             s_g = plan.charge(ledger, t, "gradient")
-            g_noisy = g + cfg.reg * w + s_g * rng.standard_normal(d)
+            g_reg = g + cfg.reg * w
+            g_noisy = g_reg + ledger.draw_noise("gradient", g_reg, s_g, rng)
             if cfg.lambda_mode == "adaptive":
                 s_tr = plan.charge(ledger, t, "trace")
-                tau = cfg.trace_coeff * max(float(np.trace(H)) + s_tr * rng.standard_normal(), 0.0)
+                trace = float(np.trace(H))
+                tau = cfg.trace_coeff * max(trace + ledger.draw_noise("trace", trace, s_tr, rng), 0.0)
                 lam = adaptive_lambda(tau, n, rho_dir, cfg)
             else:
                 lam = float(cfg.lambda0)
@@ -151,7 +153,8 @@ def run_double_noise(problem: LogisticProblem, contexts: list[RunContext],
             direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
             sens = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, n, cfg.modification)
             s_dir = plan.charge(ledger, t, "direction", sens)
-            return w - direction + s_dir * rng.standard_normal(d), m
+            w_next = w - direction
+            return w_next + ledger.draw_noise("direction", w_next, s_dir, rng), m
 
         res = iterate_single(problem, ctx, step, reset=cfg.reset, average=cfg.average)
         res.diagnostics["lambda"] = lambdas

@@ -102,7 +102,8 @@ def noisy_gradients(problem: LogisticProblem, G: np.ndarray, contexts: list[RunC
     out = np.empty_like(G)
     for j, ctx in enumerate(contexts):
         s = ctx.state["plan"].charge(ctx.ledger, t, "gradient")
-        out[j] = ctx.rescale(G[j], problem) + s * ctx.rng.standard_normal(G.shape[1])
+        g = ctx.rescale(G[j], problem)
+        out[j] = g + ctx.ledger.draw_noise("gradient", g, s, ctx.rng)
     return out
 
 

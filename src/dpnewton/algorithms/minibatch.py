@@ -43,13 +43,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..loss import LogisticProblem
+from ..privacy import PrivacyLedger
 from ..privacy.accountant import calibrate_poisson_gaussian, calibrate_two_mechanisms, calibration_event
+from ..privacy.ledger import gaussian_noise
 from .base import RunContext, RunResult, iterate_single
 from .costs import batch_fraction, eigh, gram
 from .newton_direction import MODIFICATIONS, direction_sensitivity, modified_newton_direction, overflowed
 from .registry import AlgorithmSpec, AuditCase, costed, register, runner
 
 SGD_STEP = 4.0  # 1/L1 with L1 = 1/4
+GRADIENT_SUM_SENSITIVITY = 1.0  # L2 sensitivity of a batch's gradient sum: per-example gradients have norm <= 1
 
 
 def poisson_batch(rng: np.random.Generator, n: int, q: float) -> np.ndarray:
@@ -104,10 +107,13 @@ class SgdConfig:
 
 
 def dp_sgd_step(problem: LogisticProblem, w: np.ndarray, rng: np.random.Generator,
-                b: float, z: float, step: float) -> np.ndarray:
-    """One DP-SGD update (random stream: mask, then gradient noise)."""
+                b: float, z: float, step: float, ledger: PrivacyLedger | None = None) -> np.ndarray:
+    """One DP-SGD update (random stream: mask, then gradient noise; drawn through ``ledger``,
+    :meth:`~dpnewton.privacy.PrivacyLedger.draw_noise`, None: the draw alone)."""
     idx = poisson_batch(rng, problem.n, b / problem.n)
-    noisy_sum = gradient_sum(problem.batch(idx), w) + z * rng.standard_normal(problem.d)
+    total = gradient_sum(problem.batch(idx), w)
+    draw = gaussian_noise if ledger is None else ledger.draw_noise
+    noisy_sum = total + draw("gradient", total, z, rng, sensitivity=GRADIENT_SUM_SENSITIVITY)
     return w - step * noisy_sum / b
 
 
@@ -128,8 +134,8 @@ def run_dp_sgd(problem: LogisticProblem, contexts: list[RunContext], cfg: SgdCon
                 raise ValueError(f"noise_multiplier={z!r} must be >= 0")
             ctx.ledger.mark_nonprivate(fixed_multiplier_text(cfg.noise_multiplier))
         z = ctx.ledger.noise("gradient", z)
-        rng = ctx.rng
-        res = iterate_single(problem, ctx, lambda w, t: dp_sgd_step(problem, w, rng, b, z, cfg.step),
+        rng, ledger = ctx.rng, ctx.ledger
+        res = iterate_single(problem, ctx, lambda w, t: dp_sgd_step(problem, w, rng, b, z, cfg.step, ledger),
                              full_margins=False)
         res.diagnostics.update({"noise_multiplier": z, "batch_size": b})
         results.append(res)
@@ -180,19 +186,24 @@ def effective_lambda(lam: float | None, b_h: float, modification: str) -> float:
 
 
 def minibatch_newton_step(problem: LogisticProblem, w: np.ndarray, rng: np.random.Generator,
-                          cfg: MinibatchNewtonConfig, b_g: float, b_h: float, z_g: float, z_h: float):
-    """One update; returns (w_next, lambda_c, |B_g|, |B_h|). Random stream: see module docstring."""
+                          cfg: MinibatchNewtonConfig, b_g: float, b_h: float, z_g: float, z_h: float,
+                          ledger: PrivacyLedger | None = None):
+    """One update; returns (w_next, lambda_c, |B_g|, |B_h|). Random stream: see module docstring; the
+    noise is drawn through ``ledger`` (:meth:`~dpnewton.privacy.PrivacyLedger.draw_noise`, None: the draw alone)."""
     n, d = problem.n, problem.d
+    draw = gaussian_noise if ledger is None else ledger.draw_noise
     idx_g = poisson_batch(rng, n, b_g / n)
     idx_h = poisson_batch(rng, n, b_h / n)
-    g_noisy = (gradient_sum(problem.batch(idx_g), w) + z_g * rng.standard_normal(d)) / b_g
+    total = gradient_sum(problem.batch(idx_g), w)
+    g_noisy = (total + draw("gradient", total, z_g, rng, sensitivity=GRADIENT_SUM_SENSITIVITY)) / b_g
     H = soi_sum(problem.batch(idx_h), w, cfg.soi) / b_h
     lam = effective_lambda(cfg.lambda0, b_h, cfg.modification)
     if overflowed(H, g_noisy):
         return np.full(d, np.nan), lam, idx_g.size, idx_h.size
     direction = modified_newton_direction(H, g_noisy, lam, cfg.modification)
     s2 = direction_sensitivity(float(np.linalg.norm(g_noisy)), lam, b_h, cfg.modification)
-    return w - direction + (s2 * z_h) * rng.standard_normal(d), lam, idx_g.size, idx_h.size
+    w_next = w - direction
+    return w_next + draw("direction", w_next, s2 * z_h, rng, sensitivity=s2), lam, idx_g.size, idx_h.size
 
 
 def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
@@ -217,8 +228,8 @@ def run_minibatch_newton(problem: LogisticProblem, contexts: list[RunContext],
         rng = ctx.rng
         sizes: list[tuple[int, int]] = []
 
-        def step(w, t, rng=rng, z_g=z_g, z_h=z_h, sizes=sizes):
-            w_next, _lam, kg, kh = minibatch_newton_step(problem, w, rng, cfg, b_g, b_h, z_g, z_h)
+        def step(w, t, rng=rng, z_g=z_g, z_h=z_h, sizes=sizes, ledger=ctx.ledger):
+            w_next, _lam, kg, kh = minibatch_newton_step(problem, w, rng, cfg, b_g, b_h, z_g, z_h, ledger)
             sizes.append((kg, kh))
             return w_next
 

@@ -78,10 +78,10 @@ import numpy as np
 
 from ..loss import LogisticProblem
 from ..privacy.conversions import _gdp_delta, check_epsilon_delta
-from ..privacy.ledger import ObjectivePerturbationEvent
+from ..privacy.ledger import GAUSSIAN, NORM_LAPLACE, ObjectivePerturbationEvent
 from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION
 from ..privacy.neighbouring import RELATIONS
-from ..privacy.norm_laplace import norm_laplace, norm_laplace_scale
+from ..privacy.norm_laplace import norm_laplace_scale
 from ..privacy.objpert_profile import (calibrate_sigma, check_spend, gaussian_mu_for, jacobian_epsilon,
                                        lambda_for_share, objpert_delta)
 from .aop import minimize_objective
@@ -222,20 +222,22 @@ def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertCo
     pure = ctx.delta == 0.0
     if pure:
         params = pure_parameters(ctx.epsilon, n, cfg, ctx.neighbouring)
-        b = norm_laplace(rng, d, ctx.ledger.noise("objective", params["scale_obj"]))
+        scale_obj, law = params["scale_obj"], NORM_LAPLACE
     else:
         params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg, ctx.neighbouring)
-        b = ctx.ledger.noise("objective", params["sigma_obj"]) * rng.standard_normal(d)
+        scale_obj, law = params["sigma_obj"], GAUSSIAN
+    # b is the linear term's noise (its input is 0), mean form: sensitivity L/n (sum form L)
+    b = ctx.ledger.draw_noise("objective", np.zeros(d), ctx.ledger.noise("objective", scale_obj), rng,
+                              sensitivity=params["L"] / n, law=law)
     try:
         theta_hat, reached, steps = minimize_objective(problem, params["Lambda"], b, params["gamma"],
                                                        MAX_NEWTON_ITERATIONS)
     except RuntimeError as err:
         raise RuntimeError(f"objpert: {err} "
                            "(objpert's cap: dpnewton.algorithms.objpert.MAX_NEWTON_ITERATIONS)") from err
-    if pure:
-        theta = theta_hat + norm_laplace(rng, d, ctx.ledger.noise("output", params["scale_out"]))
-    else:
-        theta = theta_hat + ctx.ledger.noise("output", params["sigma_out"]) * rng.standard_normal(d)
+    scale_out = params["scale_out"] if pure else params["sigma_out"]
+    theta = theta_hat + ctx.ledger.draw_noise("output", theta_hat, ctx.ledger.noise("output", scale_out), rng,
+                                              sensitivity=params["sensitivity_out"], law=law)
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
     losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])

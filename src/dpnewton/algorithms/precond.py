@@ -51,6 +51,8 @@ import numpy as np
 from scipy import linalg
 
 from ..loss import LogisticProblem
+from ..privacy import PrivacyLedger
+from ..privacy.ledger import gaussian_noise
 from ..privacy.neighbouring import RELATIONS
 from ..privacy.plan import PlannedRelease, PrivacyPlan
 from .base import RunContext, RunResult, check_average, iterate_batched, per_run
@@ -106,13 +108,16 @@ def curvature_sensitivity(n: int) -> float:
     return 1.0 / (4.0 * n)
 
 
-def release_symmetric(A: np.ndarray, sigma: float, rng) -> np.ndarray:
+def release_symmetric(A: np.ndarray, sigma: float, rng, ledger: PrivacyLedger | None = None) -> np.ndarray:
     """A + S with S symmetric, S_ij = S_ji = sigma xi_k over the upper triangle (i <= j, the order
-    of :func:`numpy.triu_indices`), xi ~ N(0, I) in one draw of d(d+1)/2 values."""
+    of :func:`numpy.triu_indices`), xi ~ N(0, I) in one draw of d(d+1)/2 values: the release of A's
+    upper triangle, drawn through ``ledger`` (:meth:`~dpnewton.privacy.PrivacyLedger.draw_noise`, quantity
+    "curvature"; None: the draw alone)."""
     d = A.shape[0]
     rows, cols = np.triu_indices(d)
     noise = np.zeros((d, d))
-    noise[rows, cols] = sigma * rng.standard_normal(rows.size)
+    draw = gaussian_noise if ledger is None else ledger.draw_noise
+    noise[rows, cols] = draw("curvature", A[rows, cols], sigma, rng)
     noise += np.triu(noise, 1).T
     return A + noise
 
@@ -185,7 +190,7 @@ def run_precond_dp_gd(problem: LogisticProblem, contexts: list[RunContext],
         plan = ctx.state["plan"]
         releases, rho_release = plan.release("curvature").count, plan.release("curvature").rho
         s_b = plan.charge(ctx.ledger, t, "curvature")
-        noisy = release_symmetric(curvature, s_b, ctx.rng)
+        noisy = release_symmetric(curvature, s_b, ctx.rng, ctx.ledger)
         if cfg.lambda_mode == "spectral":
             lam = spectral_lambda(s_b, d, cfg.lambda_mult)
         else:

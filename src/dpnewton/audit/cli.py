@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from ..io import to_json
 from . import audit_mechanism, default_mechanisms, find_mechanism
@@ -27,6 +28,10 @@ def _cmd_audit(args) -> int:
         print(f"{r.mechanism} [{r.level}] broken={r.broken}: epsilon_lb={r.epsilon_lb:.3f} "
               f"(claimed {r.epsilon:g} at delta={r.delta:.3g}; audited part {r.epsilon_audited_part:.3f}) "
               f"trials/side={r.trials_per_side} FP={r.false_pos}/{r.n_eval} FN={r.false_neg}/{r.n_eval} {flag}")
+        if not math.isnan(r.mu_lb):   # a Gaussian mechanism: the mu-GDP bound (dpnewton.audit.gdp)
+            gdp_flag = "EXCEEDS CLAIM" if r.violates_gdp_claim else "ok"
+            print(f"    mu_lb={r.mu_lb:.3f} (claimed mu {r.mu_claimed:.3f}; audited part {r.mu_audited_part:.3f}) "
+                  f"epsilon_lb_gdp={r.epsilon_lb_gdp:.3f} {gdp_flag}")
     return 0
 
 
@@ -34,7 +39,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     names = [m.name for m in default_mechanisms()]
     p = subparsers.add_parser("audit", help="empirical lower bound on epsilon for one optimizer",
                               description="Run ALGORITHM on a canary pair (D, D + one record) many times "
-                                          "per side and report a 95%% Clopper-Pearson lower bound on epsilon.")
+                                          "per side and report a 95%% Clopper-Pearson lower bound on epsilon "
+                                          "(Gaussian mechanisms: also a 95%% mu-GDP lower bound).")
     p.add_argument("algorithm", metavar="MECHANISM", help="audited mechanism (an algorithm or a variant of one): "
                    + ", ".join(names))
     p.add_argument("--trials", type=int, default=10_000, help="trials per side (default 10000)")

@@ -38,9 +38,9 @@ def _counts(sorted_neg: np.ndarray, sorted_pos: np.ndarray, taus: np.ndarray) ->
     return fp, fn
 
 
-def threshold_audit(stat_neg: np.ndarray, stat_pos: np.ndarray, delta: float, alpha: float = 0.05,
-                    rng: np.random.Generator | None = None, n_thresholds: int = 400) -> AuditOutcome:
-    """Lower-bound epsilon from statistics on D (``stat_neg``) and D' (``stat_pos``)."""
+def _halves(stat_neg, stat_pos, rng: np.random.Generator | None):
+    """(selection D, evaluation D, selection D', evaluation D'), each sorted: a random half of each side's
+    trials for choosing the test, the other half for counting its errors (``rng`` None: seed 0)."""
     stat_neg = np.asarray(stat_neg, dtype=np.float64).ravel()
     stat_pos = np.asarray(stat_pos, dtype=np.float64).ravel()
     if stat_neg.size < 4 or stat_pos.size < 4:
@@ -51,8 +51,13 @@ def threshold_audit(stat_neg: np.ndarray, stat_pos: np.ndarray, delta: float, al
     neg = stat_neg[rng.permutation(stat_neg.size)]
     pos = stat_pos[rng.permutation(stat_pos.size)]
     hn, hp = neg.size // 2, pos.size // 2
-    sel_neg, ev_neg = np.sort(neg[:hn]), np.sort(neg[hn:])
-    sel_pos, ev_pos = np.sort(pos[:hp]), np.sort(pos[hp:])
+    return np.sort(neg[:hn]), np.sort(neg[hn:]), np.sort(pos[:hp]), np.sort(pos[hp:])
+
+
+def threshold_audit(stat_neg: np.ndarray, stat_pos: np.ndarray, delta: float, alpha: float = 0.05,
+                    rng: np.random.Generator | None = None, n_thresholds: int = 400) -> AuditOutcome:
+    """Lower-bound epsilon from statistics on D (``stat_neg``) and D' (``stat_pos``)."""
+    sel_neg, ev_neg, sel_pos, ev_pos = _halves(stat_neg, stat_pos, rng)
     pooled = np.concatenate([sel_neg, sel_pos])
     taus = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, n_thresholds)))
     fp, fn = _counts(sel_neg, sel_pos, taus)

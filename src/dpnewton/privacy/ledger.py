@@ -16,7 +16,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Union
 
+import numpy as np
+
 from .neighbouring import BENCHMARK_RELATION
+from .norm_laplace import norm_laplace
 
 # Relative slack for floating-point round-off when per-step budgets (rho/T * fractions) are summed.
 ROUNDING_SLACK = 1e-9
@@ -33,6 +36,22 @@ def gaussian_sigma(sensitivity: float, rho: float) -> float:
     if not sensitivity >= 0:
         raise ValueError(f"sensitivity={sensitivity!r} must be >= 0")
     return sensitivity / math.sqrt(2.0 * rho)
+
+
+GAUSSIAN, NORM_LAPLACE = "gaussian", "norm-laplace"
+"""The noise laws of :meth:`PrivacyLedger.draw_noise`."""
+
+
+def gaussian_noise(quantity: str, value, sigma: float, rng, sensitivity: float | None = None, size=None):
+    """sigma xi, xi ~ N(0, I) of ``value``'s shape (or ``size``; a scalar value: one float): the noise of
+    one Gaussian release of ``value`` (the caller adds it). ``quantity`` and ``sensitivity`` are not read
+    here; :meth:`PrivacyLedger.draw_noise` is this draw behind a ledger, where a subclass may record them
+    (the grey-box audit, :mod:`dpnewton.audit.greybox`). Called directly only where a step runs without a
+    ledger (unit tests of one step)."""
+    if size is None:   # as the draws were written: no size for a scalar, an int for a vector
+        shape = np.shape(value)
+        size = None if shape == () else shape[0] if len(shape) == 1 else shape
+    return sigma * rng.standard_normal(size)
 
 
 @dataclass
@@ -202,6 +221,26 @@ class PrivacyLedger:
         release is recorded by its own entry or event.
         """
         return sigma
+
+    def draw_noise(self, quantity: str, value, sigma: float, rng, sensitivity: float | None = None, size=None,
+                   law: str = GAUSSIAN):
+        """The noise sigma xi of one Gaussian release of ``value`` (:func:`gaussian_noise`): every noisy
+        release of an optimizer draws here, where it adds the noise to its un-noised input ``value``.
+        ``law`` = :data:`NORM_LAPLACE`: a pure epsilon-DP release instead, noise of density proportional to
+        exp(-||v|| / sigma) (:func:`~dpnewton.privacy.norm_laplace.norm_laplace`; ``value`` a vector).
+
+        ``sensitivity``: the release's L2 sensitivity when it is not charged through :meth:`charge`
+        (accountant- or objective-perturbation-calibrated scales); None: that of the entry just charged
+        for ``quantity``. ``size``: the draw's shape when it is not ``value``'s (a symmetric matrix
+        released through its upper triangle). In production neither ``value`` nor ``sensitivity`` is
+        read and the draw is the caller's former ``sigma * rng.standard_normal(shape)``, bit for bit; a
+        subclass records them (the grey-box sensitivity audit's replay, :mod:`dpnewton.audit.greybox`).
+        """
+        if law == NORM_LAPLACE:
+            return norm_laplace(rng, int(np.size(value)), sigma)
+        if law != GAUSSIAN:
+            raise ValueError(f"law={law!r} must be {GAUSSIAN!r} or {NORM_LAPLACE!r}")
+        return gaussian_noise(quantity, value, sigma, rng, sensitivity, size)
 
     def charge_event(self, event: AccountingEvent) -> None:
         """Record an accountant-level event (e.g. calibrated subsampled Gaussian); a dict is copied."""

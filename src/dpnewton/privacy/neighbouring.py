@@ -30,7 +30,6 @@ membership test on the private n, so nothing about delta depends on the data the
 
 from __future__ import annotations
 
-import numpy as np
 
 LIBRARY_RELATION = "add-remove"
 BENCHMARK_RELATION = "add-remove-public-n"
@@ -101,9 +100,9 @@ def count_rho(rho: float) -> float:
     return COUNT_SHARE * rho
 
 
-def released_count(n: int, sigma: float, rng: np.random.Generator) -> float:
-    """N = max(n + sigma xi, 1), xi ~ N(0, 1): the noisy count, post-processed to be >= 1."""
-    return float(max(n + sigma * rng.standard_normal(), 1.0))
+def released_count(n: int, noise: float) -> float:
+    """N = max(n + noise, 1), noise = sigma xi, xi ~ N(0, 1): the noisy count, post-processed to be >= 1."""
+    return float(max(n + noise, 1.0))
 
 
 def relation_sentence(relation: str) -> str:

@@ -1,0 +1,132 @@
+"""Grey-box sensitivity audit (dpnewton.audit.greybox): every card on D and on a neighbour D', same seed,
+D' replaying D's releases; identical control flow and noise scales, every release's input moved by at
+most its sensitivity; the broken variants are caught."""
+
+import numpy as np
+import pytest
+
+from dpnewton.algorithms import ALGORITHMS
+from dpnewton.audit.greybox import (BENCHMARK_RELATION, GREYBOX_VARIANTS, LIBRARY_RELATION, RecordingLedger,
+                                    compare_runs, greybox_audit, greybox_cases, neighbour_pair, run_pair)
+from dpnewton.estimator import supported_algorithms
+from dpnewton.experiment import run_algorithm
+from dpnewton.privacy import PrivacyLedger
+
+CASES = [(rel, name, hyper) for rel in (LIBRARY_RELATION, BENCHMARK_RELATION) for name, hyper in greybox_cases(rel)]
+IDS = [f"{rel}-{name}-{'-'.join(f'{k}{v}' for k, v in h.items()) or 'default'}" for rel, name, h in CASES]
+
+
+@pytest.fixture(scope="module")
+def reports():
+    """Every (relation, card, configuration) x variant, run once for the module (about 3 s)."""
+    out = {}
+    for rel, name, hyper in CASES:
+        for broken in GREYBOX_VARIANTS:
+            if broken == "public-n" and rel != LIBRARY_RELATION:
+                continue
+            out[rel, name, tuple(sorted(hyper.items())), broken] = greybox_audit(name, rel, hyper, broken)
+    return out
+
+
+def test_cases_cover_every_card_and_the_library_relation():
+    assert {n for r, n, _ in CASES if r == BENCHMARK_RELATION} == set(ALGORITHMS)
+    assert {n for r, n, _ in CASES if r == LIBRARY_RELATION} >= set(supported_algorithms())
+    assert {n for r, n, _ in CASES if r == LIBRARY_RELATION} == {
+        n for n, s in ALGORITHMS.items() if LIBRARY_RELATION in s.relations}
+
+
+@pytest.mark.parametrize("rel,name,hyper", CASES, ids=IDS)
+def test_correct_mechanism_passes(reports, rel, name, hyper):
+    rep = reports[rel, name, tuple(sorted(hyper.items())), "none"]
+    assert rep.passed, rep.violations
+    assert rep.undeclared == []      # every release states the sensitivity its noise covers
+    assert rep.releases > 0
+
+
+@pytest.mark.parametrize("rel,name", sorted({(r, n) for r, n, _ in CASES}))
+def test_the_canary_moves_an_input_near_its_sensitivity(reports, rel, name):
+    """Not vacuous: in some configuration (the default one samples the canary in no Poisson batch of the
+    minibatch methods) a release's input moves by a large part of its sensitivity."""
+    largest = max(rep.largest_ratio for (r, n, _, b), rep in reports.items() if (r, n, b) == (rel, name, "none"))
+    assert largest > 0.25
+
+
+def _caught(reports, rel, name, broken) -> bool:
+    return any(not rep.passed for (r, n, _, b), rep in reports.items() if (r, n, b) == (rel, name, broken))
+
+
+@pytest.mark.parametrize("rel,name", sorted({(r, n) for r, n, _ in CASES}))
+def test_broken_variants_are_caught(reports, rel, name):
+    caught = {b for b in GREYBOX_VARIANTS if _caught(reports, rel, name, b)}
+    assert {"wrong-sensitivity", "tenth-noise"} <= caught
+    if rel == LIBRARY_RELATION:
+        assert "public-n" in caught      # noise scaled by the exact n of each side
+    # half the noise covers half the sensitivity: caught wherever the canary moves an input by more than
+    # half of it; not for cubic Newton (the canary moves its model gradients by 0.48 of the bound
+    # (L0 + L1 D)/n at the default D = 10) nor AOP (its objective noise covers the replace-one bound 2L,
+    # twice the add/remove change <= L)
+    assert ("half-noise" in caught) == (name not in ("cubic-newton", "aop"))
+
+
+def test_public_n_is_caught_by_the_noise_scales(reports):
+    for name in supported_algorithms():
+        rep = reports[LIBRARY_RELATION, name, (), "public-n"]
+        assert any(v.startswith("(ii)") for v in rep.violations), rep.violations
+
+
+def test_replay_couples_the_neighbour_to_the_released_history():
+    pair = neighbour_pair(BENCHMARK_RELATION)
+    D, Dp = run_pair(pair, "hess-clip")
+    assert [r.quantity for r in D.releases] == [r.quantity for r in Dp.releases]
+    for a, b in zip(D.releases, Dp.releases):
+        np.testing.assert_allclose(b.released, a.released, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(Dp.w, D.w, rtol=1e-12, atol=1e-15)
+    # without the coupling D' sees its own noisy gradient, so the adaptive sensitivity of its direction
+    # (||g~||/(4 n lambda^2 - lambda)) differs: the per-release check needs the common history
+    D, Dp = run_pair(pair, "hess-clip", coupled=False)
+    rep = compare_runs(D, Dp)
+    assert any("(ii) direction" in v for v in rep.violations)
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_recording_changes_no_number_and_records_every_charge(toy_problem, monkeypatch, name):
+    """The hook: a RecordingLedger run is the production run bit for bit, every charged release was drawn
+    through draw_noise right after its charge (same quantity, step and sigma), and so was every scale passed
+    through noise(): a card that drew by hand would escape the grey-box test and fail here."""
+    spec = ALGORITHMS[name]
+    rel = spec.relations[0]
+    [plain] = run_algorithm(toy_problem, "toy", name, 1.0, [3], 2, neighbouring=rel)
+
+    monkeypatch.setattr("dpnewton.experiment.PrivacyLedger", RecordingLedger)   # the runs' ledger class
+    [recorded] = run_algorithm(toy_problem, "toy", name, 1.0, [3], 2, neighbouring=rel)
+    np.testing.assert_array_equal(recorded.w, plain.w)
+    ledger = recorded.ledger
+    assert isinstance(ledger, RecordingLedger) and not isinstance(plain.ledger, RecordingLedger)
+    charged = [(e.quantity, e.step, e.sigma) for e in ledger.entries if e.sigma != float("inf")]
+    drawn = [(r.quantity, r.step, r.sigma) for r in ledger.releases if r.quantity in {q for q, _, _ in charged}]
+    assert drawn == charged
+    # a scale calibrated elsewhere (accountant multiplier, objective perturbation) is drawn there too
+    assert {q for q, _ in ledger.noised} <= {r.quantity for r in ledger.releases}
+    assert ledger.releases, "every card releases something"
+
+
+def test_draw_noise_is_the_former_draw():
+    """PrivacyLedger.draw_noise is sigma * rng.standard_normal(shape), value and sensitivity unread."""
+    ledger = PrivacyLedger(1.0)
+    for value, size in ((np.zeros(4), None), (3.0, None), (np.zeros((2, 2)), None), (np.zeros((3, 3)), 6)):
+        a = ledger.draw_noise("q", value, 0.7, np.random.default_rng(5), size=size)
+        shape = np.shape(value) if size is None else size
+        b = 0.7 * (np.random.default_rng(5).standard_normal(shape) if shape != () else
+                   np.random.default_rng(5).standard_normal())
+        np.testing.assert_array_equal(a, b)
+        assert type(a) is type(b)
+
+
+def test_a_different_sequence_of_releases_is_flagged():
+    """(i): the run on D' makes one release fewer (T = 2 against T = 3): the sequences differ."""
+    pair = neighbour_pair(LIBRARY_RELATION)
+    D, _ = run_pair(pair, "dp-gd", iterations=3)
+    _, Dp = run_pair(pair, "dp-gd", iterations=2)
+    rep = compare_runs(D, Dp)
+    assert any(v.startswith("(i) release sequences differ") for v in rep.violations)
+    assert any(v.startswith("(i) ledger charges differ") for v in rep.violations)
