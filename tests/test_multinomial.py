@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import special
+from scipy import sparse, special
 
 from dpnewton import multinomial
 from dpnewton.multinomial import (GRADIENT_SENSITIVITY, METHODS, fit_multinomial, project_rows,
@@ -152,6 +152,15 @@ def test_replay_catches_means_over_the_exact_row_count(monkeypatch):
     monkeypatch.setattr(multinomial, "row_count", lambda released: float(rows["n"]))
     with pytest.raises(AssertionError, match="depends on more than the releases"):
         coupled_replay(monkeypatch, *neighbours(), "gd")
+
+
+def test_sparse_rows_give_the_dense_fit():
+    Z, y, K = dataset()
+    Z[Z < 0] = 0.0
+    for method in METHODS:
+        fits = [fit_multinomial(rows, y, K, 1.0, 1e-5, np.random.default_rng(4), method=method, iterations=4)[0]
+                for rows in (Z, sparse.csr_matrix(Z))]
+        assert np.allclose(*fits, rtol=1e-10, atol=1e-12)
 
 
 def test_rows_are_projected_onto_the_unit_ball():

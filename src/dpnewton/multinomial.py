@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+from scipy import sparse, special
 
 from .algorithms.base import average_window
 from .algorithms.precond import LAMBDA_MULT, PRECOND_FRAC, clipped_inverse, release_symmetric, spectral_lambda
@@ -92,8 +92,12 @@ def check_method(method) -> str:
     return method
 
 
-def project_rows(Z: np.ndarray) -> np.ndarray:
-    """z_i / max(1, ||z_i||): every row in the unit ball, so the sensitivities above hold for any input."""
+def project_rows(Z):
+    """z_i / max(1, ||z_i||): every row in the unit ball, so the sensitivities above hold for any input
+    (dense, or CSR kept sparse)."""
+    if sparse.issparse(Z):
+        norms = np.sqrt(np.asarray(Z.multiply(Z).sum(axis=1)).ravel())
+        return sparse.diags(1.0 / np.maximum(norms, 1.0)) @ Z
     norms = np.linalg.norm(Z, axis=1)
     return Z / np.maximum(norms, 1.0)[:, None]
 
@@ -106,7 +110,7 @@ def softmax_loss_and_gradient(W: np.ndarray, Z: np.ndarray, labels: np.ndarray) 
     loss = float(np.sum(lse - logits[rows, labels]))
     S = np.exp(logits - lse[:, None])
     S[rows, labels] -= 1.0
-    return loss, S.T @ Z
+    return loss, np.asarray(S.T @ Z)
 
 
 def _release(ledger: PrivacyLedger, step: int, quantity: str, value, sensitivity: float, rho: float,
@@ -125,10 +129,17 @@ def row_count(released: float) -> float:
     return max(float(released), 1.0)
 
 
-def _check_inputs(Z, labels, K) -> tuple[np.ndarray, np.ndarray, int]:
-    Z = np.asarray(Z, dtype=np.float64)
-    if Z.ndim != 2 or not np.isfinite(Z).all():
-        raise ValueError(f"Z must be a finite 2-d array of rows (got shape {Z.shape})")
+def _gram(Z) -> np.ndarray:
+    """Z^T Z as a dense p x p array (Z dense or CSR)."""
+    G = Z.T @ Z
+    return G.toarray() if sparse.issparse(G) else G
+
+
+def _check_inputs(Z, labels, K) -> tuple:
+    Z = Z.tocsr().astype(np.float64) if sparse.issparse(Z) else np.asarray(Z, dtype=np.float64)
+    values = Z.data if sparse.issparse(Z) else Z
+    if Z.ndim != 2 or not np.isfinite(values).all():
+        raise ValueError(f"Z must be a finite 2-d array or sparse matrix of rows (got shape {Z.shape})")
     labels = np.asarray(labels)
     if labels.shape != (Z.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"labels must be {Z.shape[0]} integers in 0..K-1 (got {labels.dtype} of shape "
@@ -143,7 +154,8 @@ def _check_inputs(Z, labels, K) -> tuple[np.ndarray, np.ndarray, int]:
 def fit_multinomial(Z, labels, K: int, epsilon: float, delta: float, rng: np.random.Generator, *,
                     method: str = DEFAULT_METHOD, iterations: int | None = None,
                     conversion: str = DEFAULT_CONVERSION) -> tuple[np.ndarray, PrivacyLedger, dict]:
-    """Fit a rho-zCDP softmax model on rows Z (n x p, intercept column included) and labels in 0..K-1.
+    """Fit a rho-zCDP softmax model on rows Z (n x p, dense or sparse, intercept column included) and
+    labels in 0..K-1.
 
     Returns (W, ledger, record): W (K x p, rows centred) gives the scores Z W^T; ``ledger`` holds every
     release (count, gram for ``"bohning"``, T gradients) and sums to rho; ``record`` holds the accounting
@@ -169,7 +181,7 @@ def fit_multinomial(Z, labels, K: int, epsilon: float, delta: float, rng: np.ran
     if method == "bohning":
         rho_gram = PRECOND_FRAC * rest
         rest -= rho_gram
-        gram = _release(ledger, 0, "gram", Z.T @ Z, GRAM_SENSITIVITY, rho_gram, rng) / N
+        gram = _release(ledger, 0, "gram", _gram(Z), GRAM_SENSITIVITY, rho_gram, rng) / N
         s_gram = ledger.entries[-1].sigma / N
         P_inv, _ = clipped_inverse(gram, spectral_lambda(s_gram, p, LAMBDA_MULT))
     rho_step = rest / T
