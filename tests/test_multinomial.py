@@ -175,6 +175,13 @@ def test_bad_labels_are_refused_with_the_fix(labels, K, match):
         fit_multinomial(np.zeros((3, 2)), np.array(labels), K, 1.0, 1e-5, np.random.default_rng(0))
 
 
+@pytest.mark.parametrize("kwargs, match", [({"iterations": 0}, "iterations=0"), ({"iterations": True}, "iterations"),
+                                           ({"conversion": "official-fsolve"}, "privacy bug")])
+def test_bad_settings_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fit_multinomial(np.zeros((3, 2)), np.array([0, 1, 2]), 3, 1.0, 1e-5, np.random.default_rng(0), **kwargs)
+
+
 def test_unknown_method_is_refused():
     with pytest.raises(ValueError, match="choose one of"):
         fit_multinomial(np.zeros((3, 2)), np.array([0, 1, 2]), 3, 1.0, 1e-5, np.random.default_rng(0), method="x")

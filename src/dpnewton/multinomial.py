@@ -52,6 +52,7 @@ from scipy import sparse, special
 
 from .algorithms.base import average_window
 from .algorithms.precond import LAMBDA_MULT, PRECOND_FRAC, clipped_inverse, release_symmetric, spectral_lambda
+from .experiment import validate_iterations
 from .privacy.conversions import DEFAULT_CONVERSION, epsilon_to_rho, rho_to_epsilon
 from .privacy.ledger import PrivacyLedger
 from .privacy.neighbouring import COUNT_SENSITIVITY, LIBRARY_RELATION, count_rho
@@ -164,9 +165,7 @@ def fit_multinomial(Z, labels, K: int, epsilon: float, delta: float, rng: np.ran
     """
     Z, labels, K = _check_inputs(Z, labels, K)
     check_method(method)
-    T = default_iterations(method) if iterations is None else int(iterations)
-    if T < 1:
-        raise ValueError(f"iterations={iterations!r} must be an integer >= 1")
+    T = default_iterations(method) if iterations is None else validate_iterations(iterations)
     if conversion == "official-fsolve":
         raise ValueError("conversion='official-fsolve' reproduces the official code's silent rho = 1e-3 at "
                          "small epsilon (a privacy bug); choose 'bs16', 'cks', 'gdp' or 'paper'")
