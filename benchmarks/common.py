@@ -57,6 +57,7 @@ SECTIONS = [
      "13. T-grid search with a seed-0 probe per extension round, replayed on the claims run's losses"),
     ("verdict_changes", "14. Verdicts of a new claims run against the published report"),
     ("cap_study", "15. A lower shared T cap replayed on a claims run: verdicts, best T and update time"),
+    ("multiclass", "16. Multiclass rules: one softmax model vs one-vs-rest, non-private scaling"),
 ]
 
 
