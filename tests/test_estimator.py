@@ -18,8 +18,8 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import dpnewton
 from dpnewton.algorithms import ALGORITHMS
-from dpnewton.estimator import (DEFAULT_ALGORITHM, DEFAULT_MAX_NORM, GUARANTEE, PRIVACY_RECORD_KEYS,
-                                DataNormWarning, DPLogisticRegression, PrivacyWarning, ProjectionWarning,
+from dpnewton.estimator import (DEFAULT_ALGORITHM, DEFAULT_MAX_NORM, DEFAULT_PREPROCESSING_SHARE, GUARANTEE, PRIVACY_RECORD_KEYS,
+                                BudgetWarning, DPLogisticRegression, PrivacyWarning, ProjectionWarning,
                                 supported_algorithms)
 from dpnewton.experiment import DEFAULT_CONVERSION
 from dpnewton.loss import LogisticProblem
@@ -27,7 +27,7 @@ from dpnewton.privacy import epsilon_to_rho
 from dpnewton.privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpnewton.estimator.PrivacyWarning"),
-              pytest.mark.filterwarnings("ignore::dpnewton.estimator.DataNormWarning")]
+              pytest.mark.filterwarnings("ignore::dpnewton.estimator.BudgetWarning")]
 ITERATIVE = {"algorithm": "dp-gd", "iterations": 50, "hyper": {"average": "tail"}}
 
 
@@ -76,8 +76,9 @@ def test_check_estimator_with_fresh_randomness():
 def test_default_parameters():
     assert DPLogisticRegression().get_params() == {
         "epsilon": 1.0, "delta": None, "algorithm": DEFAULT_ALGORITHM, "iterations": None,
-        "conversion": DEFAULT_CONVERSION, "fit_intercept": True, "data_norm": None,
-        "max_norm": DEFAULT_MAX_NORM, "random_state": None, "hyper": None}
+        "conversion": DEFAULT_CONVERSION, "fit_intercept": True, "bounds": None, "data_norm": None,
+        "preprocessing_share": DEFAULT_PREPROCESSING_SHARE, "max_norm": DEFAULT_MAX_NORM, "random_state": None,
+        "hyper": None}
     assert DEFAULT_ALGORITHM == "objpert" and DEFAULT_ALGORITHM in supported_algorithms()
 
 
@@ -145,7 +146,7 @@ def test_three_classes_one_vs_rest(data, params):
     (epsilon/K, delta/K) each; a zCDP method: rho/K each, the ledgers summing to rho)."""
     X, y = data
     y3 = np.array(["a", "b", "c"])[np.digitize(X[:, 0], [-0.3, 0.3])]
-    est = DPLogisticRegression(epsilon=3.0, random_state=0, **params).fit(X, y3)
+    est = DPLogisticRegression(epsilon=3.0, random_state=0, data_norm=1.0, **params).fit(X, y3)
     assert est.classes_.tolist() == ["a", "b", "c"] and est.coef_.shape == (3, X.shape[1])
     proba = est.predict_proba(X)
     assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-14)
@@ -226,12 +227,12 @@ def test_weights_equal_direct_fit_on_scaled_rows(data):
     rows = np.column_stack([X, np.ones(n)]) / D
     # excess_loss=True computes the non-private optimum: evaluation only, same weights
     direct = dpnewton.fit(rows, y, algorithm="precond-dp-gd", epsilon=2.0, iterations=10, seed=7)
-    assert_array_equal(est.coef_, direct.weights[None, :d] / D)
-    assert_array_equal(est.intercept_, [direct.weights[d] / D])
+    assert_allclose(est.coef_, direct.weights[None, :d] / D, rtol=1e-15)       # w * (1/D): one rounding
+    assert_allclose(est.intercept_, [direct.weights[d] / D], rtol=1e-15)
     assert est.rho_ == direct.record["rho"] and est.n_iter_ == 10
 
     no_intercept = DPLogisticRegression(epsilon=2.0, algorithm="precond-dp-gd", iterations=10,
-                                        fit_intercept=False, random_state=7).fit(X, y)
+                                        fit_intercept=False, data_norm=1.0, random_state=7).fit(X, y)
     direct = dpnewton.fit(X, y, algorithm="precond-dp-gd", epsilon=2.0, iterations=10, seed=7,
                           excess_loss=False)
     assert_array_equal(no_intercept.coef_[0], direct.weights)
@@ -273,7 +274,7 @@ def test_ledger_sums_to_rho(data):
     """A zCDP method: the count release and the gradient releases sum to rho; delta defaults to the
     public constant; the record states the relation and the guarantee."""
     X, y = data
-    est = DPLogisticRegression(epsilon=0.5, random_state=0, **ITERATIVE).fit(X, y)
+    est = DPLogisticRegression(epsilon=0.5, random_state=0, data_norm=1.0, **ITERATIVE).fit(X, y)
     assert est.epsilon_ == 0.5 and est.delta_ == LIBRARY_DELTA
     assert est.rho_ == epsilon_to_rho(0.5, LIBRARY_DELTA, DEFAULT_CONVERSION)
     entries = est.privacy_ledger_.entries
@@ -284,9 +285,12 @@ def test_ledger_sums_to_rho(data):
     assert (record["algorithm"], record["conversion"], record["iterations"], record["neighbouring"]) == (
         "dp-gd", DEFAULT_CONVERSION, 50, LIBRARY_RELATION)
     assert record["guarantee"] == GUARANTEE and "n private" in GUARANTEE
-    assert set(record) <= set(PRIVACY_RECORD_KEYS) | {"guarantee", "composition"}
+    assert set(record) <= set(PRIVACY_RECORD_KEYS) | {"guarantee", "composition", "model_epsilon", "model_delta",
+                                                       "preprocessing"}
+    assert record["preprocessing"] == {"source": "data_norm (public row-norm bound)", "epsilon": 0.0, "delta": 0.0}
     assert not {"excess_loss", "train_accuracy", "runtime_s"} & set(record)   # evaluation, not private
-    given = DPLogisticRegression(epsilon=0.5, delta=1e-6, conversion="gdp", random_state=0, **ITERATIVE).fit(X, y)
+    given = DPLogisticRegression(epsilon=0.5, delta=1e-6, conversion="gdp", random_state=0, data_norm=1.0,
+                                 **ITERATIVE).fit(X, y)
     assert given.delta_ == 1e-6 and given.rho_ == epsilon_to_rho(0.5, 1e-6, "gdp")
     objpert = DPLogisticRegression(epsilon=0.5, random_state=0).fit(X, y)
     assert objpert.privacy_ledger_.entries == [] and len(objpert.privacy_ledger_.accounting_events) == 1
@@ -333,7 +337,7 @@ def test_rejected_algorithms(data, name):
 def test_every_supported_algorithm_fits(data):
     X, y = data
     for name in supported_algorithms():
-        est = DPLogisticRegression(algorithm=name, epsilon=5.0, iterations=4, random_state=0).fit(X, y)
+        est = DPLogisticRegression(algorithm=name, epsilon=5.0, iterations=4, data_norm=3.0, random_state=0).fit(X, y)
         assert np.isfinite(est.coef_).all() and est.privacy_record_["algorithm"] == name
         assert est.score(X, y) > 0.6
 
@@ -341,7 +345,7 @@ def test_every_supported_algorithm_fits(data):
 def test_hyper_passes_through(data):
     X, y = data
     n = len(X)
-    est = DPLogisticRegression(random_state=0, **ITERATIVE).fit(X, y)
+    est = DPLogisticRegression(random_state=0, data_norm=1.0, **ITERATIVE).fit(X, y)
     direct = dpnewton.fit(np.column_stack([X, np.ones(n)]), y, algorithm="dp-gd", epsilon=1.0, iterations=50,
                           seed=0, excess_loss=False, average="tail")
     assert_array_equal(est.coef_[0], direct.weights[:-1])
@@ -390,7 +394,9 @@ def test_score_on_a1a(shared_datasets, tmp_path):
     y01 = (prepared.y > 0).astype(int)
     order = np.random.default_rng(0).permutation(len(y01))
     train, test = order[:24000], order[24000:]
-    est = DPLogisticRegression(epsilon=1, random_state=0).fit(prepared.X[train], y01[train])
+    # sparse binary rows with a public row-norm bound (each a1a row has 14 ones; data_norm=1 shrinks
+    # every row onto the unit ball): the default's per-feature bound sqrt(d) = 11 would shrink them 3x more
+    est = DPLogisticRegression(epsilon=1, random_state=0, data_norm=1.0).fit(prepared.X[train], y01[train])
     score = est.score(prepared.X[test], y01[test])
     majority = max(y01[test].mean(), 1 - y01[test].mean())   # 0.76: always predict -1
     assert score > majority + 0.03
@@ -438,10 +444,19 @@ def test_weights_bounded_by_the_public_radius(data):
         DPLogisticRegression(random_state=0, data_norm=2.0).fit(X, y)
 
 
-def test_data_norm_none_warns_and_delta_checked_against_n(data):
+def test_budget_warning_by_the_public_rule(data):
+    """BudgetWarning depends on epsilon, d and the classes only: the same parameters warn (or not) on
+    3,000 rows and on 30."""
     X, y = data
-    with pytest.warns(DataNormWarning, match="data_norm=None assumes"):
-        DPLogisticRegression(random_state=0).fit(X, y)
+    for rows in (slice(None), slice(0, 30)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", BudgetWarning)
+            DPLogisticRegression(epsilon=1.0, random_state=0).fit(X[rows], y[rows])
+        with pytest.warns(BudgetWarning, match="rows to beat a constant prediction"):
+            DPLogisticRegression(epsilon=0.01, random_state=0).fit(X[rows], y[rows])
+
+
+def test_delta_checked_against_n(data):
     with pytest.raises(ValueError, match=r"delta=0.5 is at least 1/n = 0.5 for n=2 rows"):
         DPLogisticRegression(delta=0.5, data_norm=1.0).fit([[0.0], [1.0]], [0, 1])
 
