@@ -3,6 +3,7 @@ the privacy bookkeeping, checked against direct calls of ``dpnewton.fit``."""
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -23,7 +24,7 @@ from dpnewton.estimator import (DEFAULT_ALGORITHM, DEFAULT_MAX_NORM, DEFAULT_PRE
                                 supported_algorithms)
 from dpnewton.experiment import DEFAULT_CONVERSION
 from dpnewton.loss import LogisticProblem
-from dpnewton.privacy import epsilon_to_rho
+from dpnewton.privacy import epsilon_to_rho, rho_to_epsilon
 from dpnewton.privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpnewton.estimator.PrivacyWarning"),
@@ -476,3 +477,108 @@ def test_sample_weight_refused_with_the_reason(data):
     X, y = data
     with pytest.raises(ValueError, match="sample_weight is not supported.*sensitivit|sample_weight is not supported"):
         DPLogisticRegression().fit(X, y, sample_weight=np.ones(len(y)))
+
+
+# ---- raw features: private ranges by default, public bounds, the intercept ---------------------
+
+def raw_data(n=1500, seed=0):
+    """Raw features on different scales (~20 +- 4, ~500 lognormal, [0, 0.05]) and labels from a model
+    with a large intercept: P(y = 1) = sigmoid(0.8 (x0 - 20) + 40 (x2 - 0.025) + 1.5)."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([20 + 4 * rng.standard_normal(n), np.exp(6.2 + 0.4 * rng.standard_normal(n)),
+                         0.05 * rng.random(n)])
+    y = (rng.random(n) < expit(0.8 * (X[:, 0] - 20) + 40 * (X[:, 2] - 0.025) + 1.5)).astype(int)
+    return X, y
+
+
+def test_default_splits_the_budget_and_records_every_release():
+    """Nothing set: DEFAULT_PREPROCESSING_SHARE of (epsilon, delta) to the ranges, the rest to the model;
+    the two add up to the user's (epsilon, delta) (basic composition); the ranges' release is on the
+    scaler's ledger and in privacy_record_, n nowhere."""
+    X, y = raw_data()
+    est = DPLogisticRegression(epsilon=2.0, delta=1e-6, random_state=0).fit(X, y)
+    record, pre = est.privacy_record_, est.privacy_record_["preprocessing"]
+    assert math.isclose(pre["epsilon"], DEFAULT_PREPROCESSING_SHARE * 2.0, rel_tol=1e-15)
+    assert pre["epsilon"] + record["model_epsilon"] <= 2.0 and math.isclose(pre["epsilon"] + record["model_epsilon"], 2.0)
+    assert pre["delta"] + record["model_delta"] <= 1e-6 and math.isclose(pre["delta"] + record["model_delta"], 1e-6)
+    assert (record["epsilon"], record["delta"]) == (2.0, 1e-6) == (est.epsilon_, est.delta_)
+    (entry,) = est.preprocessing_.privacy_ledger_.entries
+    assert entry.sensitivity == math.sqrt(3)
+    assert math.isclose(rho_to_epsilon(entry.rho, pre["delta"], "gdp"), pre["epsilon"], rel_tol=1e-9)
+    assert_array_equal(est.feature_ranges_, np.column_stack([pre["lower"], pre["upper"]]))
+    events = json.loads(record["accounting_events"])
+    assert events[0]["target_epsilon"] == record["model_epsilon"] and events[0]["delta"] == record["model_delta"]
+    assert "n" not in record and "n" not in pre and len(X) not in pre.values()
+    assert "basic composition" in record["composition"]
+    assert est.score(X, y) > max(y.mean(), 1 - y.mean()) + 0.05
+
+
+def test_public_bounds_or_data_norm_spend_nothing_on_ranges():
+    X, y = raw_data()
+    bounds = [(8, 32), (0, 2000), (0, 0.05)]
+    est = DPLogisticRegression(epsilon=2.0, bounds=bounds, random_state=0).fit(X, y)
+    assert est.preprocessing_ is None and est.model_epsilon_ == 2.0 and est.model_delta_ == LIBRARY_DELTA
+    assert_array_equal(est.feature_ranges_, bounds)
+    assert est.privacy_record_["preprocessing"] == {"source": "public bounds", "epsilon": 0.0, "delta": 0.0}
+    by_norm = DPLogisticRegression(epsilon=2.0, data_norm=2000.0, random_state=0).fit(X, y)
+    assert by_norm.preprocessing_ is None and by_norm.feature_ranges_ is None and by_norm.model_epsilon_ == 2.0
+
+
+def test_decision_is_the_training_margin_with_ranges():
+    """coef_ and intercept_ map back exactly: for x within the bounds, x coef + intercept = <z, w> with
+    z = [a (x - c)/h, 1/sqrt(2)], a = 1/sqrt(2d), the rows the optimizer was given."""
+    X, y = raw_data()
+    bounds = np.array([(8, 32), (0, 2000), (0, 0.05)], dtype=float)
+    est = DPLogisticRegression(epsilon=2.0, bounds=bounds, algorithm="dp-gd", iterations=20, random_state=4).fit(X, y)
+    c, h = bounds.mean(axis=1), (bounds[:, 1] - bounds[:, 0]) / 2
+    Z = np.column_stack([(np.clip(X, *bounds.T) - c) / h / math.sqrt(6), np.full(len(X), 1 / math.sqrt(2))])
+    assert np.linalg.norm(Z, axis=1).max() <= 1 + 1e-12
+    w = dpnewton.fit(Z, np.where(y == 1, 1, -1), algorithm="dp-gd", epsilon=2.0, iterations=20, seed=4,
+                     excess_loss=False).weights
+    inside = np.all((X >= bounds[:, 0]) & (X <= bounds[:, 1]), axis=1)
+    assert inside.mean() > 0.99
+    assert_allclose(est.decision_function(X)[inside], (Z @ w)[inside], rtol=1e-10, atol=1e-12)
+
+
+def test_intercept_is_not_capped_by_the_feature_scale():
+    """Features near 1000 and a decision boundary at x = 1005: the intercept is about -1005 x coef.
+    With data_norm (rows [x, 1]/data_norm, data_norm >= 1010) |intercept| <= max_norm/data_norm < 0.1;
+    with ranges the constant coordinate is 1/sqrt(2) whatever the feature scale."""
+    rng = np.random.default_rng(1)
+    X = 1000 + 10 * rng.random((3000, 1))
+    y = (X[:, 0] > 1005).astype(int)
+    capped = DPLogisticRegression(epsilon=10.0, data_norm=1011.0, random_state=0).fit(X, y)
+    assert abs(capped.intercept_[0]) <= DEFAULT_MAX_NORM / 1011.0
+    free = DPLogisticRegression(epsilon=10.0, bounds=[(1000, 1010)], random_state=0).fit(X, y)
+    assert abs(free.intercept_[0]) > 100 and free.score(X, y) > 0.95 > capped.score(X, y)
+    assert math.isclose(-free.intercept_[0] / free.coef_[0, 0], 1005, abs_tol=1.0)
+
+
+def test_training_rows_are_one_working_copy():
+    """The rows of a fit are built in one array the size of [X, 1]: no second copy of X."""
+    import tracemalloc
+
+    from dpnewton.estimator import _range_map, _training_rows
+    X, _ = raw_data(200_000)
+    row_map = _range_map(np.array([8.0, 0, 0]), np.array([32.0, 2000, 0.05]), True, True)
+    tracemalloc.start()
+    rows = _training_rows(X, row_map)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert rows.shape == (200_000, 4) and peak < 1.1 * rows.nbytes      # plus numpy's fixed ufunc buffers
+
+
+def test_same_seed_neighbour_replay_of_the_default_fit():
+    """D and D + one row (an outlier) with the same seed: the same releases in the same order with the
+    same noise scales (ranges: sigma; objpert: Lambda and sigma), so no scale reads n."""
+    X, y = raw_data(400)
+    a = DPLogisticRegression(random_state=5).fit(X, y)
+    b = DPLogisticRegression(random_state=5).fit(np.vstack([X, [[1e5, 1e7, -3.0]]]), np.append(y, 0))
+    assert ([e.as_dict() for e in a.preprocessing_.privacy_ledger_.entries]
+            == [e.as_dict() for e in b.preprocessing_.privacy_ledger_.entries])
+    ea, eb = (json.loads(e.privacy_record_["accounting_events"])[0] for e in (a, b))
+    scales = ("target_epsilon", "delta", "Lambda", "sigma", "sigma_out", "eps_obj", "eps_out")
+    assert {k: ea[k] for k in scales} == {k: eb[k] for k in scales}
+    assert ea.keys() == eb.keys() and not {"sigma_obj", "gamma", "gradient_norm"} & ea.keys()   # n-dependent
+    diff = b.preprocessing_.noisy_histograms_ - a.preprocessing_.noisy_histograms_
+    assert_allclose(np.abs(diff).sum(axis=1), [1, 1, 1], atol=1e-9)   # the same noise; one count per feature

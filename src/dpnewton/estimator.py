@@ -30,6 +30,7 @@ from .algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 from .api import DATASET_NAME
 from .experiment import (DEFAULT_CONVERSION, check_run, result_record, resolve_budget, run_algorithm, run_at_rho,
                          validate_iterations)
+from .io import to_json
 from .loss import LogisticProblem
 from .preprocessing import PrivateFeatureScaler, affine_map, check_bounds
 from .privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION, relation_sentence
@@ -70,6 +71,11 @@ PRIVACY_RECORD_KEYS = ("algorithm", "epsilon", "delta", "conversion", "rho", "ne
 """The accounting fields of a run's record kept in ``privacy_record_``. Its evaluation fields
 (excess loss, training accuracy, runtime) are left out: they are computed from the exact data,
 outside the (epsilon, delta) guarantee, and must not be released with the model."""
+
+DATA_DEPENDENT_EVENT_FIELDS = ("sigma_obj", "gamma", "gradient_norm", "solver_iterations")
+"""Fields of an accounting event computed from n or the data outside a mechanism (objpert's mean-form
+sigma/n and gamma_sum/n, its solver's final gradient norm and step count): dropped from
+``privacy_record_`` (a same-seed neighbour replay tells them apart)."""
 
 
 class PrivacyWarning(UserWarning):
@@ -169,6 +175,16 @@ def _check_share(share) -> float:
     return float(share)
 
 
+def _split(total: float, share: float) -> tuple[float, float]:
+    """(share x total, the rest), the two summing to at most ``total`` in floating point (basic
+    composition never claims more than the user's budget)."""
+    part = share * total
+    rest = total - part
+    while part + rest > total:
+        rest = np.nextafter(rest, 0.0)
+    return part, float(rest)
+
+
 @dataclass(frozen=True)
 class RowMap:
     """z = [(clip(x, lower, upper) - center) * scale, b] (b left out without an intercept), the training
@@ -198,7 +214,7 @@ def _range_map(lower: np.ndarray, upper: np.ndarray, centered: bool, fit_interce
     """Each feature onto [-1, 1] (:func:`dpnewton.preprocessing.affine_map`), times a = sqrt(1 - b^2)/sqrt(d)
     so the rows have norm <= 1 with b = :data:`INTERCEPT_COORDINATE` (a = 1/sqrt(d) without intercept)."""
     d = len(lower)
-    center, half_width = affine_map(lower, upper, centered)
+    lower, upper, center, half_width = affine_map(lower, upper, centered)
     b = INTERCEPT_COORDINATE if fit_intercept else None
     a = math.sqrt(1.0 - (b or 0.0) ** 2) / math.sqrt(d)
     return RowMap(lower, upper, center, a / np.where(half_width > 0, half_width, 1.0), b)
@@ -408,12 +424,13 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
                              "not both")
         share = _check_share(self.preprocessing_share) if data_norm is None and self.bounds is None else 0.0
         delta = LIBRARY_DELTA if self.delta is None else float(self.delta)
-        model_epsilon, model_delta = (1.0 - share) * self.epsilon, (1.0 - share) * delta
+        (pre_epsilon, model_epsilon), (pre_delta, model_delta) = _split(self.epsilon, share), _split(delta, share)
         check_run(spec.name, model_epsilon, model_delta, T, self.conversion, LIBRARY_RELATION, self.hyper)
         return {"spec": spec, "T": T, "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
                 "max_norm": _check_positive(self.max_norm, "max_norm", allow_none=False),
                 "seed": validate_seed(self.random_state, "random_state"), "data_norm": data_norm,
-                "share": share, "delta": delta, "model_epsilon": model_epsilon, "model_delta": model_delta,
+                "delta": delta, "pre_epsilon": pre_epsilon, "pre_delta": pre_delta, "model_epsilon": model_epsilon,
+                "model_delta": model_delta,
                 "hyper": dict(self.hyper or {})}
 
     def fit(self, X, y, **fit_params):
@@ -472,8 +489,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
             return _data_norm_map(d, params["data_norm"], params["fit_intercept"]), None
         if self.bounds is not None:
             return _range_map(*check_bounds(self.bounds, d), centered, params["fit_intercept"]), None
-        scaler = PrivateFeatureScaler(epsilon=params["share"] * self.epsilon, delta=params["share"] * params["delta"],
-                                      center=centered, random_state=params["seed"]).fit(X)
+        scaler = PrivateFeatureScaler(epsilon=params["pre_epsilon"], delta=params["pre_delta"], center=centered, random_state=params["seed"]).fit(X)
         return _range_map(scaler.lower_, scaler.upper_, centered, params["fit_intercept"]), scaler
 
     def _fit_models(self, rows, y, targets, params) -> list:
@@ -510,6 +526,9 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         for res in results:
             model_delta = self.model_delta_ if zcdp else self.model_delta_ / K
             rec = result_record(res, self.conversion, res.identity.epsilon, model_delta)
+            events = [{k: v for k, v in event.items() if k not in DATA_DEPENDENT_EVENT_FIELDS}
+                      for event in res.ledger.events]
+            rec["accounting_events"] = to_json(events) if events else ""
             records.append({k: rec[k] for k in PRIVACY_RECORD_KEYS if k in rec})
         if scaler is not None:
             preprocessing = scaler.privacy_record_

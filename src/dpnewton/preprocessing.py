@@ -27,7 +27,8 @@ Mechanism (one Gaussian release, then post-processing only):
 
 Transform: x -> (clip(x, lower, upper) - center) / half_width with center = (lower + upper)/2 and
 half_width = (upper - lower)/2, so every output lies in [-1, 1]. Without centering (sparse X, or
-``center=False``) center = 0 and half_width = max(|lower|, |upper|): zeros stay zeros, output in [-1, 1].
+``center=False``) the range is widened to hold 0, center = 0 and half_width = max(|lower|, |upper|):
+zeros stay zeros, output in [-1, 1].
 
 ``bounds=`` (per-feature (lo, hi) known without the private data) skips the release: nothing is spent.
 """
@@ -111,15 +112,15 @@ def ranges_from_histograms(noisy: np.ndarray, sigma: float, quantiles: tuple[flo
             kept[window] = np.where(noisy[f, window] >= BIN_THRESHOLD_Z * sigma, noisy[f, window], 0.0)
         if kept.sum() <= 0:  # nothing in the window stands out either: its largest bin
             kept[start[f] + int(np.argmax(noisy[f, window]))] = 1.0
-        cdf = np.cumsum(kept) / kept.sum()
+        cdf = np.cumsum(kept)
+        cdf /= cdf[-1]
         lower[f], upper[f] = (_quantile(cdf, q) for q in quantiles)
     return lower, upper
 
 
 def _quantile(cdf: np.ndarray, q: float) -> float:
     """The q-quantile of a binned distribution with CDF ``cdf`` on :data:`BIN_EDGES`, linear in its bin."""
-    j = int(np.searchsorted(cdf, q, side="left"))
-    j = min(j, N_BINS - 1)
+    j = min(int(np.searchsorted(cdf, q, side="left" if q > 0 else "right")), N_BINS - 1)  # a bin with mass
     below = cdf[j - 1] if j > 0 else 0.0
     mass = cdf[j] - below
     frac = 0.0 if mass <= 0 else min(max((q - below) / mass, 0.0), 1.0)
@@ -149,11 +150,13 @@ def check_quantiles(quantiles) -> tuple[float, float]:
     return float(quantiles[0]), float(quantiles[1])
 
 
-def affine_map(lower: np.ndarray, upper: np.ndarray, centered: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(center, half_width) of the map x -> (clip(x, lower, upper) - center) / half_width (module docstring)."""
+def affine_map(lower: np.ndarray, upper: np.ndarray, centered: bool) -> tuple[np.ndarray, ...]:
+    """(lower, upper, center, half_width) of the map x -> (clip(x, lower, upper) - center) / half_width
+    (module docstring). Uncentred, the range is widened to hold 0 (so zeros stay zeros, sparse or not)."""
     if centered:
-        return (lower + upper) / 2.0, (upper - lower) / 2.0
-    return np.zeros_like(lower), np.maximum(np.abs(lower), np.abs(upper))
+        return lower, upper, (lower + upper) / 2.0, (upper - lower) / 2.0
+    lower, upper = np.minimum(lower, 0.0), np.maximum(upper, 0.0)
+    return lower, upper, np.zeros_like(lower), np.maximum(-lower, upper)
 
 
 class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -230,7 +233,8 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
             ledger = PrivacyLedger(0.0, neighbouring=LIBRARY_RELATION)
             self.noisy_histograms_ = None
             self.epsilon_, self.delta_, self.rho_ = 0.0, 0.0, 0.0
-        self.center_, self.half_width_ = affine_map(self.lower_, self.upper_, bool(self.center) and not sparse.issparse(X))
+        self.lower_, self.upper_, self.center_, self.half_width_ = affine_map(
+            self.lower_, self.upper_, bool(self.center) and not sparse.issparse(X))
         self.privacy_ledger_ = ledger
         self.privacy_record_ = self._record(ledger, quantiles)
         return self
@@ -268,11 +272,12 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
             cols = X.indices
             np.clip(X.data, self.lower_[cols], self.upper_[cols], out=X.data)
             X.data /= np.where(self.half_width_ > 0, self.half_width_, 1.0)[cols]
+            np.clip(X.data, -1.0, 1.0, out=X.data)
             return X
         np.clip(X, self.lower_, self.upper_, out=X)
         X -= self.center_
         X /= np.where(self.half_width_ > 0, self.half_width_, 1.0)
-        return X
+        return np.clip(X, -1.0, 1.0, out=X)     # (hi - c)/h may round to 1 + 2^-52
 
 
 __all__ = ["BIN_EDGES", "DEFAULT_QUANTILES", "N_BINS", "PrivateFeatureScaler", "affine_map", "check_bounds",
