@@ -90,15 +90,16 @@ def test_same_seed_neighbour_replay():
 
 
 def test_ranges_cover_the_bulk_and_output_is_bounded():
-    """At a large budget the ranges hold the data's central 96 % within a grid bin (factor 4), and every
+    """At a large budget the ranges hold the data's central 90 % within a grid bin (factor 8), and every
     transformed value lies in [-1, 1], outliers included."""
     X = raw_features(5000, seed=1)
     scaler = PrivateFeatureScaler(epsilon=10.0, random_state=0).fit(X)
-    q02, q98 = np.quantile(X, [0.02, 0.98], axis=0)
-    assert np.all(scaler.lower_ <= q02) and np.all(scaler.upper_ >= q98)
-    assert np.all(scaler.upper_ <= 4 * X.max(axis=0)) and np.all(scaler.lower_ >= X.min(axis=0) / 4)
+    q05, q95 = np.quantile(X, [0.05, 0.95], axis=0)
+    assert np.all(scaler.lower_ <= q05) and np.all(scaler.upper_ >= q95)
+    assert np.all(scaler.upper_ <= 8 * X.max(axis=0)) and np.all(scaler.lower_ >= X.min(axis=0) / 8)
     Z = scaler.transform(np.vstack([X, [[-1e9, 1e9, 1e3]]]))
-    assert np.all(np.abs(Z) <= 1.0) and np.all(np.abs(Z[-1]) == 1.0)
+    assert np.all(np.abs(Z) <= 1.0)
+    assert_allclose(np.abs(Z[-1]), 1.0, rtol=1e-15)
 
 
 def test_post_processing_ignores_a_far_noise_bin():
