@@ -559,7 +559,10 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return np.column_stack([special.expit(-scores), special.expit(scores)])
         probs = special.expit(scores)
-        return probs / probs.sum(axis=1, keepdims=True)
+        sums = probs.sum(axis=1, keepdims=True)
+        under = sums[:, 0] == 0.0      # every expit underflowed: its normalised limit is the softmax
+        probs[under], sums[under] = special.softmax(scores[under], axis=1), 1.0
+        return probs / sums
 
     def predict_log_proba(self, X):
         """log(predict_proba(X)), as scikit-learn's LogisticRegression defines it."""
