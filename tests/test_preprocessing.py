@@ -154,3 +154,12 @@ def test_fresh_randomness_by_default():
 def test_bad_parameters(params, match):
     with pytest.raises(ValueError, match=match):
         PrivateFeatureScaler(**params).fit(raw_features(20))
+
+
+@pytest.mark.parametrize("random_state", [0, None], ids=["seeded", "fresh"])
+def test_check_estimator_passes(random_state):
+    from sklearn.utils.estimator_checks import check_estimator
+
+    results = check_estimator(PrivateFeatureScaler(random_state=random_state), on_fail=None, on_skip=None)
+    assert [r["check_name"] for r in results if r["status"] == "failed"] == []
+    assert sum(r["status"] == "passed" for r in results) >= 40

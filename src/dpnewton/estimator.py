@@ -310,7 +310,9 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     data_norm : float or None, default=None
         A PUBLIC bound on the norm of the rows [x, 1] (or x without an intercept). Rows are divided
         by data_norm and then projected to the unit ball; nothing is spent on preprocessing.
-        Choosing it from the private data breaks the guarantee.
+        Choosing it from the private data breaks the guarantee. Prefer it for sparse rows with few
+        non-zeros (one-hot data): the default's per-feature bound scales a row with k non-zeros in
+        [-1, 1] to norm sqrt(k/(2d)) (benchmarks/results/raw_data.md: a1a).
     preprocessing_share : float in (0, 1), default=DEFAULT_PREPROCESSING_SHARE (0.5)
         Share of (epsilon, delta) spent on the private feature ranges (used only when neither
         ``bounds`` nor ``data_norm`` is given).
@@ -492,7 +494,8 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
             return _data_norm_map(d, params["data_norm"], params["fit_intercept"]), None
         if self.bounds is not None:
             return _range_map(*check_bounds(self.bounds, d), centered, params["fit_intercept"]), None
-        scaler = PrivateFeatureScaler(epsilon=params["pre_epsilon"], delta=params["pre_delta"], center=centered, random_state=params["seed"]).fit(X)
+        scaler = PrivateFeatureScaler(epsilon=params["pre_epsilon"], delta=params["pre_delta"], center=centered,
+                                      random_state=params["seed"]).fit(X)
         return _range_map(scaler.lower_, scaler.upper_, centered, params["fit_intercept"]), scaler
 
     def _fit_models(self, rows, y, targets, params) -> list:
@@ -570,6 +573,6 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
             return np.log(self.predict_proba(X))
 
 
-__all__ = ["BudgetWarning", "DEFAULT_ALGORITHM", "DEFAULT_MAX_NORM", "DEFAULT_PREPROCESSING_SHARE", "DPLogisticRegression",
-           "GUARANTEE", "PRIVACY_RECORD_KEYS", "PrivacyWarning", "ProjectionWarning", "rows_to_beat_constant",
-           "supported_algorithms"]
+__all__ = ["BudgetWarning", "DEFAULT_ALGORITHM", "DEFAULT_MAX_NORM", "DEFAULT_PREPROCESSING_SHARE",
+           "DPLogisticRegression", "GUARANTEE", "PRIVACY_RECORD_KEYS", "PrivacyWarning", "ProjectionWarning",
+           "rows_to_beat_constant", "supported_algorithms"]

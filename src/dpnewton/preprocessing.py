@@ -103,7 +103,8 @@ def feature_histograms(X) -> np.ndarray:
     return H
 
 
-def ranges_from_histograms(noisy: np.ndarray, sigma: float, quantiles: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+def ranges_from_histograms(noisy: np.ndarray, sigma: float,
+                           quantiles: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) per feature from the released histograms (post-processing, module docstring step 3)."""
     d = noisy.shape[0]
     window_sums = sum(noisy[:, k:N_BINS - WINDOW + 1 + k] for k in range(WINDOW))

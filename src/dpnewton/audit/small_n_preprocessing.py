@@ -74,11 +74,13 @@ def released_histograms(side: int, seeds: list, epsilon: float, delta: float) ->
 
 
 def preprocessing_statistics(side: int, fits: int, variant: str = "none", level: str = "output",
-                             epsilon: float = EPSILON, delta: float = DELTA, first_seed: int | None = None) -> np.ndarray:
+                             epsilon: float = EPSILON, delta: float = DELTA,
+                             first_seed: int | None = None) -> np.ndarray:
     """The statistic of ``level`` for ``fits`` fits under ``variant`` on D (0) or D' (1); fresh OS entropy
     per batch (``first_seed`` None) or seeds first_seed, first_seed + 1, ..."""
     if variant not in PREPROCESSING_VARIANTS or level not in LEVELS:
-        raise ValueError(f"variant={variant!r} / level={level!r}: choose from {list(PREPROCESSING_VARIANTS)} / {LEVELS}")
+        raise ValueError(f"variant={variant!r} / level={level!r}: choose from "
+                         f"{list(PREPROCESSING_VARIANTS)} / {LEVELS}")
     seeds = [None] * fits if first_seed is None else list(range(first_seed, first_seed + fits))
     noisy, sigma = released_histograms(side, seeds, PREPROCESSING_VARIANTS[variant] * epsilon, delta)
     if level == "likelihood-ratio":
