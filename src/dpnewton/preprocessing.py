@@ -88,13 +88,13 @@ def feature_histograms(X) -> np.ndarray:
     of the release). Sparse X: the implicit zeros are counted in the bin of 0."""
     n, d = X.shape
     H = np.zeros((d, N_BINS))
-    if sparse.issparse(X):
-        X = X.tocsc()
-        zero_bin = int(bin_indices(np.array([0.0]))[0])
-        for f in range(d):
-            column = X.data[X.indptr[f]:X.indptr[f + 1]]
-            H[f] = np.bincount(bin_indices(column), minlength=N_BINS)
-            H[f, zero_bin] += n - column.size
+    if sparse.issparse(X):                          # the stored entries block by block, no copy of X
+        X = X.tocsr()
+        flat = H.reshape(-1)
+        for start in range(0, X.nnz, 65536):
+            block = slice(start, start + 65536)
+            flat += np.bincount(X.indices[block] * N_BINS + bin_indices(X.data[block]), minlength=d * N_BINS)
+        H[:, int(bin_indices(np.array([0.0]))[0])] += n - np.bincount(X.indices, minlength=d)
         return H
     offsets = np.arange(d) * N_BINS
     for start in range(0, n, 8192):                 # bounded memory: one block of bin indices at a time
