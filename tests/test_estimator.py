@@ -527,18 +527,19 @@ def test_public_bounds_or_data_norm_spend_nothing_on_ranges():
 
 def test_decision_is_the_training_margin_with_ranges():
     """coef_ and intercept_ map back exactly: for x within the bounds, x coef + intercept = <z, w> with
-    z = [a (x - c)/h, 1/sqrt(2)], a = 1/sqrt(2d), the rows the optimizer was given."""
+    z = [a (x - c)/h, 1/sqrt(2)], a = sqrt(3/(2d)), the rows the optimizer was given (projected onto the
+    unit ball where longer)."""
     X, y = raw_data()
     bounds = np.array([(8, 32), (0, 2000), (0, 0.05)], dtype=float)
     est = DPLogisticRegression(epsilon=2.0, bounds=bounds, algorithm="dp-gd", iterations=20, random_state=4).fit(X, y)
     c, h = bounds.mean(axis=1), (bounds[:, 1] - bounds[:, 0]) / 2
-    Z = np.column_stack([(np.clip(X, *bounds.T) - c) / h / math.sqrt(6), np.full(len(X), 1 / math.sqrt(2))])
-    assert np.linalg.norm(Z, axis=1).max() <= 1 + 1e-12
+    Z = np.column_stack([(np.clip(X, *bounds.T) - c) / h / math.sqrt(2), np.full(len(X), 1 / math.sqrt(2))])
     w = dpnewton.fit(Z, np.where(y == 1, 1, -1), algorithm="dp-gd", epsilon=2.0, iterations=20, seed=4,
                      excess_loss=False).weights
     inside = np.all((X >= bounds[:, 0]) & (X <= bounds[:, 1]), axis=1)
     assert inside.mean() > 0.99
     assert_allclose(est.decision_function(X)[inside], (Z @ w)[inside], rtol=1e-10, atol=1e-12)
+    assert 0.0 < np.mean(np.linalg.norm(Z, axis=1) > 1.0) < 0.5      # these the optimizer saw projected
 
 
 def test_intercept_is_not_capped_by_the_feature_scale():
