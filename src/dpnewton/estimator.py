@@ -320,8 +320,8 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         A PUBLIC bound on the norm of the rows [x, 1] (or x without an intercept). Rows are divided
         by data_norm and then projected to the unit ball; nothing is spent on preprocessing.
         Choosing it from the private data breaks the guarantee. Prefer it for sparse rows with few
-        non-zeros (one-hot data): the default's per-feature bound scales a row with k non-zeros in
-        [-1, 1] to norm sqrt(k/(2d)) (benchmarks/results/raw_data.md: a1a).
+        non-zeros (one-hot data): the default sizes rows for sqrt(d/3) scaled features of norm, so
+        a row with k ones reaches norm sqrt(3k/(2d)) (benchmarks/results/raw_data.md: a1a).
     preprocessing_share : float in (0, 1), default=DEFAULT_PREPROCESSING_SHARE (0.5)
         Share of (epsilon, delta) spent on the private feature ranges (used only when neither
         ``bounds`` nor ``data_norm`` is given).
