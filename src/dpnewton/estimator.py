@@ -288,8 +288,8 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
 
     With ranges, a row is z = [a (clip(x, lo, hi) - c)/h, b], c and h the range's centre and half
     width, b = 1/sqrt(2) and a = sqrt(3/(2d)) (:func:`_range_map`; rows longer than 1 are projected onto
-    the unit ball): the intercept's weight is not shrunk by the feature scale. Without an intercept, or for sparse X, the map is uncentred
-    (c = 0, h = max(|lo|, |hi|)).
+    the unit ball): the intercept's weight is not shrunk by the feature scale. Without an intercept, or
+    for sparse X, the map is uncentred (c = 0, h = max(|lo|, |hi|)).
 
     Parameters
     ----------
