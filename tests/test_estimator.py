@@ -560,11 +560,11 @@ def test_training_rows_are_one_working_copy():
     """The rows of a fit are built in one array the size of [X, 1]: no second copy of X."""
     import tracemalloc
 
-    from dpnewton.estimator import _range_map, _training_rows
+    from dpnewton.preprocessing import range_map, training_rows
     X, _ = raw_data(200_000)
-    row_map = _range_map(np.array([8.0, 0, 0]), np.array([32.0, 2000, 0.05]), True, True)
+    row_map = range_map(np.array([8.0, 0, 0]), np.array([32.0, 2000, 0.05]), True, True)
     tracemalloc.start()
-    rows = _training_rows(X, row_map)
+    rows = training_rows(X, row_map)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert rows.shape == (200_000, 4) and peak < 1.1 * rows.nbytes      # plus numpy's fixed ufunc buffers

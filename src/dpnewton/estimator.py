@@ -4,8 +4,9 @@ In the style of diffprivlib's ``LogisticRegression``: a logistic-regression clas
 ``coef_`` / ``intercept_`` are differentially private. By default it works on raw numeric features:
 a share of the budget (:data:`DEFAULT_PREPROCESSING_SHARE`) estimates every feature's range
 privately (:class:`dpnewton.preprocessing.PrivateFeatureScaler`), the rest trains the model on the
-rows z = [a (clip(x) - center)/half_width, b], projected onto the unit ball (:func:`_training_rows`). Labels are
-mapped to -1/+1; more than two classes are fitted one-vs-rest, the model's budget split across them.
+rows z = [a (clip(x) - center)/half_width, b], projected onto the unit ball
+(:func:`~dpnewton.preprocessing.training_rows`). Labels are mapped to -1/+1; more than two classes
+are fitted one-vs-rest, the model's budget split across them.
 
 Guarantee, stated once (:data:`GUARANTEE`): the released model (and the released ranges) are
 (epsilon, delta)-DP with respect to adding or removing one training row, with the number of rows
@@ -17,7 +18,6 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse, special
@@ -32,7 +32,8 @@ from .experiment import (DEFAULT_CONVERSION, check_run, result_record, resolve_b
                          validate_iterations)
 from .io import to_json
 from .loss import LogisticProblem
-from .preprocessing import PrivateFeatureScaler, affine_map, check_bounds
+from .preprocessing import (PrivateFeatureScaler, RowMap, check_bounds, data_norm_map, range_map,
+                            training_rows)
 from .privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION, relation_sentence
 from .seeding import validate_seed
 
@@ -54,18 +55,6 @@ composition: they add up to the user's (epsilon, delta)). Chosen on the training
 benchmarks/raw_data.py's breast-cancer split (an internal 70/30 split, 30 fits per setting): share
 0.3 / 0.5 / 0.6 / 0.7 gave mean accuracy 0.66 / 0.85 / 0.79 / 0.80 at epsilon 1 (n = 318, d = 30):
 with few rows the ranges, not the model, limit accuracy."""
-
-INTERCEPT_COORDINATE = 1.0 / math.sqrt(2.0)
-"""b, the constant coordinate of a training row z = [a x_scaled, b]: the intercept's weight is as free as
-the features' weights, whatever the feature scale."""
-
-FEATURE_NORM_DIVISOR = 3.0
-"""C = sqrt(d / 3), the public bound a training row's scaled features are sized for: the root-mean-square
-norm of a row uniform on [-1, 1]^d (the worst case is sqrt(d)). a = sqrt(1 - b^2)/C; a row with
-||x_scaled|| > C is shrunk onto the unit ball by the per-row projection (post-processing of the row,
-so every sensitivity holds). Against the worst case it gained 0.03 mean accuracy at epsilon 1 and
-0.01 at 10 on the breast-cancer training rows' internal split, 0.03-0.04 on synthetic data
-(C = sqrt(d/10) gained slightly more; the RMS rule is kept as the principled one)."""
 
 BUDGET_RULE_ROWS = 20.0
 """The public rule of :class:`BudgetWarning`: about 20 x models x d / epsilon_model rows are needed
@@ -196,68 +185,9 @@ def _split(total: float, share: float) -> tuple[float, float]:
     return part, float(rest)
 
 
-@dataclass(frozen=True)
-class RowMap:
-    """z = [(clip(x, lower, upper) - center) * scale, b] (b left out without an intercept), the training
-    row of x before the projection onto the unit ball. Back to the features: coef = w[:d] * scale,
-    intercept = b w[d] - <coef, center>, so x coef + intercept = <z, w> for x within [lower, upper]."""
-
-    lower: np.ndarray
-    upper: np.ndarray
-    center: np.ndarray
-    scale: np.ndarray
-    b: float | None
-
-    def to_features(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        d = len(self.scale)
-        coef = W[:, :d] * self.scale
-        intercept = (self.b * W[:, d] if self.b is not None else np.zeros(len(W))) - coef @ self.center
-        return coef, intercept
-
-
-def _data_norm_map(d: int, data_norm: float, fit_intercept: bool) -> RowMap:
-    """[x, 1] / data_norm (or x / data_norm), no clipping: the rows of a public row-norm bound."""
-    inf = np.full(d, np.inf)
-    return RowMap(-inf, inf, np.zeros(d), np.full(d, 1.0 / data_norm), 1.0 / data_norm if fit_intercept else None)
-
-
-def _range_map(lower: np.ndarray, upper: np.ndarray, centered: bool, fit_intercept: bool) -> RowMap:
-    """Each feature onto [-1, 1] (:func:`dpnewton.preprocessing.affine_map`), times a = sqrt(1 - b^2)/C with
-    C = sqrt(d / FEATURE_NORM_DIVISOR) and b = :data:`INTERCEPT_COORDINATE` (a = 1/C without intercept):
-    ||z|| <= 1 whenever ||x_scaled|| <= C; longer rows are projected onto the unit ball."""
-    d = len(lower)
-    lower, upper, center, half_width = affine_map(lower, upper, centered)
-    b = INTERCEPT_COORDINATE if fit_intercept else None
-    a = math.sqrt(1.0 - (b or 0.0) ** 2) / math.sqrt(d / FEATURE_NORM_DIVISOR)
-    return RowMap(lower, upper, center, a / np.where(half_width > 0, half_width, 1.0), b)
-
-
-def _training_rows(X, row_map: RowMap):
-    """The training rows of :class:`RowMap` in one working array (dense) or one CSR copy (sparse X:
-    its map is uncentred, so zeros stay zeros): the only copy of X the fit makes."""
-    n, d = X.shape
-    width = d + (row_map.b is not None)
-    if sparse.issparse(X):
-        blocks = [X] if row_map.b is None else [X, np.full((n, 1), row_map.b)]
-        rows = sparse.hstack(blocks, format="csr", dtype=np.float64)
-        cols = rows.indices
-        feature = cols < d
-        cf = cols[feature]
-        rows.data[feature] = np.clip(rows.data[feature], row_map.lower[cf], row_map.upper[cf]) * row_map.scale[cf]
-        return rows
-    rows = np.empty((n, width))
-    features = rows[:, :d]
-    np.clip(X, row_map.lower, row_map.upper, out=features)
-    features -= row_map.center
-    features *= row_map.scale
-    if row_map.b is not None:
-        rows[:, d] = row_map.b
-    return rows
-
-
 def _scaled_rows(X, fit_intercept: bool, data_norm: float):
     """[x, 1] / data_norm (or x / data_norm), dense or CSR as X (the ``data_norm`` rows)."""
-    return _training_rows(X, _data_norm_map(X.shape[1], data_norm, fit_intercept))
+    return training_rows(X, data_norm_map(X.shape[1], data_norm, fit_intercept))
 
 
 def _project(w: np.ndarray, max_norm: float) -> tuple[np.ndarray, bool]:
@@ -287,9 +217,9 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
       the model; the intercept is then limited to |intercept| <= max_norm / data_norm.
 
     With ranges, a row is z = [a (clip(x, lo, hi) - c)/h, b], c and h the range's centre and half
-    width, b = 1/sqrt(2) and a = sqrt(3/(2d)) (:func:`_range_map`; rows longer than 1 are projected onto
-    the unit ball): the intercept's weight is not shrunk by the feature scale. Without an intercept, or
-    for sparse X, the map is uncentred (c = 0, h = max(|lo|, |hi|)).
+    width, b = 1/sqrt(2) and a = sqrt(3/(2d)) (:func:`~dpnewton.preprocessing.range_map`; rows longer
+    than 1 are projected onto the unit ball): the intercept's weight is not shrunk by the feature
+    scale. Without an intercept, or for sparse X, the map is uncentred (c = 0, h = max(|lo|, |hi|)).
 
     Parameters
     ----------
@@ -472,7 +402,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
                           "majority rate. Raise epsilon, drop features, or pass public bounds to save the "
                           "preprocessing share", BudgetWarning, stacklevel=2)
         row_map, scaler = self._row_map(X, params)
-        rows = _training_rows(X, row_map)
+        rows = training_rows(X, row_map)
         targets = [classes[1]] if len(classes) == 2 else list(classes)
         results = self._fit_models(rows, y, targets, params)
         weights, projected = zip(*(_project(np.asarray(r.w, dtype=np.float64), params["max_norm"])
@@ -500,12 +430,12 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         X with (share x epsilon, share x delta) (then also returned)."""
         d, centered = X.shape[1], params["fit_intercept"] and not sparse.issparse(X)
         if params["data_norm"] is not None:
-            return _data_norm_map(d, params["data_norm"], params["fit_intercept"]), None
+            return data_norm_map(d, params["data_norm"], params["fit_intercept"]), None
         if self.bounds is not None:
-            return _range_map(*check_bounds(self.bounds, d), centered, params["fit_intercept"]), None
+            return range_map(*check_bounds(self.bounds, d), centered, params["fit_intercept"]), None
         scaler = PrivateFeatureScaler(epsilon=params["pre_epsilon"], delta=params["pre_delta"], center=centered,
                                       random_state=params["seed"]).fit(X)
-        return _range_map(scaler.lower_, scaler.upper_, centered, params["fit_intercept"]), scaler
+        return range_map(scaler.lower_, scaler.upper_, centered, params["fit_intercept"]), scaler
 
     def _fit_models(self, rows, y, targets, params) -> list:
         """One private binary model per target class; the budget split over K = len(targets) models."""
