@@ -3,6 +3,7 @@ the privacy bookkeeping, checked against direct calls of ``dpnewton.fit``."""
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -18,16 +19,16 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import dpnewton
 from dpnewton.algorithms import ALGORITHMS
-from dpnewton.estimator import (DEFAULT_ALGORITHM, DEFAULT_MAX_NORM, GUARANTEE, PRIVACY_RECORD_KEYS,
-                                DataNormWarning, DPLogisticRegression, PrivacyWarning, ProjectionWarning,
-                                supported_algorithms)
+from dpnewton.estimator import (DEFAULT_ALGORITHM, DEFAULT_MAX_NORM, DEFAULT_PREPROCESSING_SHARE, GUARANTEE,
+                                PRIVACY_RECORD_KEYS, BudgetWarning, DPLogisticRegression, PrivacyWarning,
+                                ProjectionWarning, supported_algorithms)
 from dpnewton.experiment import DEFAULT_CONVERSION
 from dpnewton.loss import LogisticProblem
-from dpnewton.privacy import epsilon_to_rho
+from dpnewton.privacy import epsilon_to_rho, rho_to_epsilon
 from dpnewton.privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpnewton.estimator.PrivacyWarning"),
-              pytest.mark.filterwarnings("ignore::dpnewton.estimator.DataNormWarning")]
+              pytest.mark.filterwarnings("ignore::dpnewton.estimator.BudgetWarning")]
 ITERATIVE = {"algorithm": "dp-gd", "iterations": 50, "hyper": {"average": "tail"}}
 
 
@@ -76,8 +77,9 @@ def test_check_estimator_with_fresh_randomness():
 def test_default_parameters():
     assert DPLogisticRegression().get_params() == {
         "epsilon": 1.0, "delta": None, "algorithm": DEFAULT_ALGORITHM, "iterations": None,
-        "conversion": DEFAULT_CONVERSION, "fit_intercept": True, "data_norm": None,
-        "max_norm": DEFAULT_MAX_NORM, "random_state": None, "hyper": None}
+        "conversion": DEFAULT_CONVERSION, "fit_intercept": True, "bounds": None, "data_norm": None,
+        "preprocessing_share": DEFAULT_PREPROCESSING_SHARE, "max_norm": DEFAULT_MAX_NORM, "random_state": None,
+        "hyper": None}
     assert DEFAULT_ALGORITHM == "objpert" and DEFAULT_ALGORITHM in supported_algorithms()
 
 
@@ -145,7 +147,7 @@ def test_three_classes_one_vs_rest(data, params):
     (epsilon/K, delta/K) each; a zCDP method: rho/K each, the ledgers summing to rho)."""
     X, y = data
     y3 = np.array(["a", "b", "c"])[np.digitize(X[:, 0], [-0.3, 0.3])]
-    est = DPLogisticRegression(epsilon=3.0, random_state=0, **params).fit(X, y3)
+    est = DPLogisticRegression(epsilon=3.0, random_state=0, data_norm=1.0, **params).fit(X, y3)
     assert est.classes_.tolist() == ["a", "b", "c"] and est.coef_.shape == (3, X.shape[1])
     proba = est.predict_proba(X)
     assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-14)
@@ -226,12 +228,12 @@ def test_weights_equal_direct_fit_on_scaled_rows(data):
     rows = np.column_stack([X, np.ones(n)]) / D
     # excess_loss=True computes the non-private optimum: evaluation only, same weights
     direct = dpnewton.fit(rows, y, algorithm="precond-dp-gd", epsilon=2.0, iterations=10, seed=7)
-    assert_array_equal(est.coef_, direct.weights[None, :d] / D)
-    assert_array_equal(est.intercept_, [direct.weights[d] / D])
+    assert_allclose(est.coef_, direct.weights[None, :d] / D, rtol=1e-15)       # w * (1/D): one rounding
+    assert_allclose(est.intercept_, [direct.weights[d] / D], rtol=1e-15)
     assert est.rho_ == direct.record["rho"] and est.n_iter_ == 10
 
     no_intercept = DPLogisticRegression(epsilon=2.0, algorithm="precond-dp-gd", iterations=10,
-                                        fit_intercept=False, random_state=7).fit(X, y)
+                                        fit_intercept=False, data_norm=1.0, random_state=7).fit(X, y)
     direct = dpnewton.fit(X, y, algorithm="precond-dp-gd", epsilon=2.0, iterations=10, seed=7,
                           excess_loss=False)
     assert_array_equal(no_intercept.coef_[0], direct.weights)
@@ -273,7 +275,7 @@ def test_ledger_sums_to_rho(data):
     """A zCDP method: the count release and the gradient releases sum to rho; delta defaults to the
     public constant; the record states the relation and the guarantee."""
     X, y = data
-    est = DPLogisticRegression(epsilon=0.5, random_state=0, **ITERATIVE).fit(X, y)
+    est = DPLogisticRegression(epsilon=0.5, random_state=0, data_norm=1.0, **ITERATIVE).fit(X, y)
     assert est.epsilon_ == 0.5 and est.delta_ == LIBRARY_DELTA
     assert est.rho_ == epsilon_to_rho(0.5, LIBRARY_DELTA, DEFAULT_CONVERSION)
     entries = est.privacy_ledger_.entries
@@ -284,9 +286,12 @@ def test_ledger_sums_to_rho(data):
     assert (record["algorithm"], record["conversion"], record["iterations"], record["neighbouring"]) == (
         "dp-gd", DEFAULT_CONVERSION, 50, LIBRARY_RELATION)
     assert record["guarantee"] == GUARANTEE and "n private" in GUARANTEE
-    assert set(record) <= set(PRIVACY_RECORD_KEYS) | {"guarantee", "composition"}
+    assert set(record) <= set(PRIVACY_RECORD_KEYS) | {"guarantee", "composition", "model_epsilon", "model_delta",
+                                                       "preprocessing"}
+    assert record["preprocessing"] == {"source": "data_norm (public row-norm bound)", "epsilon": 0.0, "delta": 0.0}
     assert not {"excess_loss", "train_accuracy", "runtime_s"} & set(record)   # evaluation, not private
-    given = DPLogisticRegression(epsilon=0.5, delta=1e-6, conversion="gdp", random_state=0, **ITERATIVE).fit(X, y)
+    given = DPLogisticRegression(epsilon=0.5, delta=1e-6, conversion="gdp", random_state=0, data_norm=1.0,
+                                 **ITERATIVE).fit(X, y)
     assert given.delta_ == 1e-6 and given.rho_ == epsilon_to_rho(0.5, 1e-6, "gdp")
     objpert = DPLogisticRegression(epsilon=0.5, random_state=0).fit(X, y)
     assert objpert.privacy_ledger_.entries == [] and len(objpert.privacy_ledger_.accounting_events) == 1
@@ -333,7 +338,7 @@ def test_rejected_algorithms(data, name):
 def test_every_supported_algorithm_fits(data):
     X, y = data
     for name in supported_algorithms():
-        est = DPLogisticRegression(algorithm=name, epsilon=5.0, iterations=4, random_state=0).fit(X, y)
+        est = DPLogisticRegression(algorithm=name, epsilon=5.0, iterations=4, data_norm=3.0, random_state=0).fit(X, y)
         assert np.isfinite(est.coef_).all() and est.privacy_record_["algorithm"] == name
         assert est.score(X, y) > 0.6
 
@@ -341,7 +346,7 @@ def test_every_supported_algorithm_fits(data):
 def test_hyper_passes_through(data):
     X, y = data
     n = len(X)
-    est = DPLogisticRegression(random_state=0, **ITERATIVE).fit(X, y)
+    est = DPLogisticRegression(random_state=0, data_norm=1.0, **ITERATIVE).fit(X, y)
     direct = dpnewton.fit(np.column_stack([X, np.ones(n)]), y, algorithm="dp-gd", epsilon=1.0, iterations=50,
                           seed=0, excess_loss=False, average="tail")
     assert_array_equal(est.coef_[0], direct.weights[:-1])
@@ -390,7 +395,9 @@ def test_score_on_a1a(shared_datasets, tmp_path):
     y01 = (prepared.y > 0).astype(int)
     order = np.random.default_rng(0).permutation(len(y01))
     train, test = order[:24000], order[24000:]
-    est = DPLogisticRegression(epsilon=1, random_state=0).fit(prepared.X[train], y01[train])
+    # sparse binary rows with a public row-norm bound (each a1a row has 14 ones; data_norm=1 shrinks
+    # every row onto the unit ball): the default's per-feature bound sqrt(d) = 11 would shrink them 3x more
+    est = DPLogisticRegression(epsilon=1, random_state=0, data_norm=1.0).fit(prepared.X[train], y01[train])
     score = est.score(prepared.X[test], y01[test])
     majority = max(y01[test].mean(), 1 - y01[test].mean())   # 0.76: always predict -1
     assert score > majority + 0.03
@@ -438,10 +445,19 @@ def test_weights_bounded_by_the_public_radius(data):
         DPLogisticRegression(random_state=0, data_norm=2.0).fit(X, y)
 
 
-def test_data_norm_none_warns_and_delta_checked_against_n(data):
+def test_budget_warning_by_the_public_rule(data):
+    """BudgetWarning depends on epsilon, d and the classes only: the same parameters warn (or not) on
+    3,000 rows and on 30."""
     X, y = data
-    with pytest.warns(DataNormWarning, match="data_norm=None assumes"):
-        DPLogisticRegression(random_state=0).fit(X, y)
+    for rows in (slice(None), slice(0, 30)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", BudgetWarning)
+            DPLogisticRegression(epsilon=1.0, random_state=0).fit(X[rows], y[rows])
+        with pytest.warns(BudgetWarning, match="rows to beat a constant prediction"):
+            DPLogisticRegression(epsilon=0.01, random_state=0).fit(X[rows], y[rows])
+
+
+def test_delta_checked_against_n(data):
     with pytest.raises(ValueError, match=r"delta=0.5 is at least 1/n = 0.5 for n=2 rows"):
         DPLogisticRegression(delta=0.5, data_norm=1.0).fit([[0.0], [1.0]], [0, 1])
 
@@ -461,3 +477,110 @@ def test_sample_weight_refused_with_the_reason(data):
     X, y = data
     with pytest.raises(ValueError, match="sample_weight is not supported.*sensitivit|sample_weight is not supported"):
         DPLogisticRegression().fit(X, y, sample_weight=np.ones(len(y)))
+
+
+# ---- raw features: private ranges by default, public bounds, the intercept ---------------------
+
+def raw_data(n=1500, seed=0):
+    """Raw features on different scales (~20 +- 4, ~500 lognormal, [0, 0.05]) and labels from a model
+    with a large intercept: P(y = 1) = sigmoid(0.8 (x0 - 20) + 40 (x2 - 0.025) + 1.5)."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([20 + 4 * rng.standard_normal(n), np.exp(6.2 + 0.4 * rng.standard_normal(n)),
+                         0.05 * rng.random(n)])
+    y = (rng.random(n) < expit(0.8 * (X[:, 0] - 20) + 40 * (X[:, 2] - 0.025) + 1.5)).astype(int)
+    return X, y
+
+
+def test_default_splits_the_budget_and_records_every_release():
+    """Nothing set: DEFAULT_PREPROCESSING_SHARE of (epsilon, delta) to the ranges, the rest to the model;
+    the two add up to the user's (epsilon, delta) (basic composition); the ranges' release is on the
+    scaler's ledger and in privacy_record_, n nowhere."""
+    X, y = raw_data()
+    est = DPLogisticRegression(epsilon=2.0, delta=1e-6, random_state=0).fit(X, y)
+    record, pre = est.privacy_record_, est.privacy_record_["preprocessing"]
+    assert math.isclose(pre["epsilon"], DEFAULT_PREPROCESSING_SHARE * 2.0, rel_tol=1e-15)
+    total = pre["epsilon"] + record["model_epsilon"]
+    assert total <= 2.0 and math.isclose(total, 2.0)
+    assert pre["delta"] + record["model_delta"] <= 1e-6 and math.isclose(pre["delta"] + record["model_delta"], 1e-6)
+    assert (record["epsilon"], record["delta"]) == (2.0, 1e-6) == (est.epsilon_, est.delta_)
+    (entry,) = est.preprocessing_.privacy_ledger_.entries
+    assert entry.sensitivity == math.sqrt(3)
+    assert math.isclose(rho_to_epsilon(entry.rho, pre["delta"], "gdp"), pre["epsilon"], rel_tol=1e-9)
+    assert_array_equal(est.feature_ranges_, np.column_stack([pre["lower"], pre["upper"]]))
+    events = json.loads(record["accounting_events"])
+    assert events[0]["target_epsilon"] == record["model_epsilon"] and events[0]["delta"] == record["model_delta"]
+    assert "n" not in record and "n" not in pre and len(X) not in pre.values()
+    assert "basic composition" in record["composition"]
+    assert est.score(X, y) > max(y.mean(), 1 - y.mean()) + 0.05
+
+
+def test_public_bounds_or_data_norm_spend_nothing_on_ranges():
+    X, y = raw_data()
+    bounds = [(8, 32), (0, 2000), (0, 0.05)]
+    est = DPLogisticRegression(epsilon=2.0, bounds=bounds, random_state=0).fit(X, y)
+    assert est.preprocessing_ is None and est.model_epsilon_ == 2.0 and est.model_delta_ == LIBRARY_DELTA
+    assert_array_equal(est.feature_ranges_, bounds)
+    assert est.privacy_record_["preprocessing"] == {"source": "public bounds", "epsilon": 0.0, "delta": 0.0}
+    by_norm = DPLogisticRegression(epsilon=2.0, data_norm=2000.0, random_state=0).fit(X, y)
+    assert by_norm.preprocessing_ is None and by_norm.feature_ranges_ is None and by_norm.model_epsilon_ == 2.0
+
+
+def test_decision_is_the_training_margin_with_ranges():
+    """coef_ and intercept_ map back exactly: for x within the bounds, x coef + intercept = <z, w> with
+    z = [a (x - c)/h, 1/sqrt(2)], a = sqrt(3/(2d)), the rows the optimizer was given (projected onto the
+    unit ball where longer)."""
+    X, y = raw_data()
+    bounds = np.array([(8, 32), (0, 2000), (0, 0.05)], dtype=float)
+    est = DPLogisticRegression(epsilon=2.0, bounds=bounds, algorithm="dp-gd", iterations=20, random_state=4).fit(X, y)
+    c, h = bounds.mean(axis=1), (bounds[:, 1] - bounds[:, 0]) / 2
+    Z = np.column_stack([(np.clip(X, *bounds.T) - c) / h / math.sqrt(2), np.full(len(X), 1 / math.sqrt(2))])
+    w = dpnewton.fit(Z, np.where(y == 1, 1, -1), algorithm="dp-gd", epsilon=2.0, iterations=20, seed=4,
+                     excess_loss=False).weights
+    inside = np.all((X >= bounds[:, 0]) & (X <= bounds[:, 1]), axis=1)
+    assert inside.mean() > 0.99
+    assert_allclose(est.decision_function(X)[inside], (Z @ w)[inside], rtol=1e-10, atol=1e-12)
+    assert 0.0 < np.mean(np.linalg.norm(Z, axis=1) > 1.0) < 0.5      # these the optimizer saw projected
+
+
+def test_intercept_is_not_capped_by_the_feature_scale():
+    """Features near 1000 and a decision boundary at x = 1005: the intercept is about -1005 x coef.
+    With data_norm (rows [x, 1]/data_norm, data_norm >= 1010) |intercept| <= max_norm/data_norm < 0.1;
+    with ranges the constant coordinate is 1/sqrt(2) whatever the feature scale."""
+    rng = np.random.default_rng(1)
+    X = 1000 + 10 * rng.random((3000, 1))
+    y = (X[:, 0] > 1005).astype(int)
+    capped = DPLogisticRegression(epsilon=10.0, data_norm=1011.0, random_state=0).fit(X, y)
+    assert abs(capped.intercept_[0]) <= DEFAULT_MAX_NORM / 1011.0
+    free = DPLogisticRegression(epsilon=10.0, bounds=[(1000, 1010)], random_state=0).fit(X, y)
+    assert abs(free.intercept_[0]) > 100 and free.score(X, y) > 0.95 > capped.score(X, y)
+    assert math.isclose(-free.intercept_[0] / free.coef_[0, 0], 1005, abs_tol=1.0)
+
+
+def test_training_rows_are_one_working_copy():
+    """The rows of a fit are built in one array the size of [X, 1]: no second copy of X."""
+    import tracemalloc
+
+    from dpnewton.preprocessing import range_map, training_rows
+    X, _ = raw_data(200_000)
+    row_map = range_map(np.array([8.0, 0, 0]), np.array([32.0, 2000, 0.05]), True, True)
+    tracemalloc.start()
+    rows = training_rows(X, row_map)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert rows.shape == (200_000, 4) and peak < 1.1 * rows.nbytes      # plus numpy's fixed ufunc buffers
+
+
+def test_same_seed_neighbour_replay_of_the_default_fit():
+    """D and D + one row (an outlier) with the same seed: the same releases in the same order with the
+    same noise scales (ranges: sigma; objpert: Lambda and sigma), so no scale reads n."""
+    X, y = raw_data(400)
+    a = DPLogisticRegression(random_state=5).fit(X, y)
+    b = DPLogisticRegression(random_state=5).fit(np.vstack([X, [[1e5, 1e7, -3.0]]]), np.append(y, 0))
+    assert ([e.as_dict() for e in a.preprocessing_.privacy_ledger_.entries]
+            == [e.as_dict() for e in b.preprocessing_.privacy_ledger_.entries])
+    ea, eb = (json.loads(e.privacy_record_["accounting_events"])[0] for e in (a, b))
+    scales = ("target_epsilon", "delta", "Lambda", "sigma", "sigma_out", "eps_obj", "eps_out")
+    assert {k: ea[k] for k in scales} == {k: eb[k] for k in scales}
+    assert ea.keys() == eb.keys() and not {"sigma_obj", "gamma", "gradient_norm"} & ea.keys()   # n-dependent
+    diff = b.preprocessing_.noisy_histograms_ - a.preprocessing_.noisy_histograms_
+    assert_allclose(np.abs(diff).sum(axis=1), [1, 1, 1], atol=1e-9)   # the same noise; one count per feature

@@ -13,7 +13,7 @@ from scipy import sparse
 from dpnewton import DPLogisticRegression
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpnewton.estimator.PrivacyWarning"),
-              pytest.mark.filterwarnings("ignore::dpnewton.estimator.DataNormWarning")]
+              pytest.mark.filterwarnings("ignore::dpnewton.estimator.BudgetWarning")]
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((60, 3))
@@ -50,6 +50,10 @@ BAD_PARAMETERS = [
     ({"algorithm": "dp-gd", "iterations": 5, "hyper": {"step": -1}}, "step"),
     ({"algorithm": "precond-dp-gd", "iterations": 5, "hyper": {"precond_frac": 1.5}}, "precond_frac"),
     ({"hyper": {"Lambda": -1.0}}, "Lambda"), ({"hyper": {"jacobian_share": 0}}, "jacobian_share"),
+    ({"bounds": [(0, 1)] * 2}, "bounds must be 3 pairs"), ({"bounds": [(0, 1), (2, 1), (0, 1)]}, r"bounds\[1\]"),
+    ({"bounds": [(0, np.inf)] * 3}, "finite"), ({"bounds": [(0, 1)] * 3, "data_norm": 2.0}, "not both"),
+    ({"preprocessing_share": 0}, "preprocessing_share"), ({"preprocessing_share": 1.0}, "preprocessing_share"),
+    ({"preprocessing_share": "0.3"}, "preprocessing_share"),
 ]
 
 

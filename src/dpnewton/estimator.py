@@ -1,13 +1,16 @@
 """``DPLogisticRegression``: a scikit-learn classifier trained with ``dpnewton``'s private optimizers.
 
 In the style of diffprivlib's ``LogisticRegression``: a logistic-regression classifier whose fitted
-``coef_`` / ``intercept_`` are differentially private. Each binary model is trained on the rows
-``[x, 1] / data_norm`` (projected to the unit ball, as the privacy analysis requires) with labels
-mapped to -1/+1; more than two classes are fitted one-vs-rest, the budget split across the models.
+``coef_`` / ``intercept_`` are differentially private. By default it works on raw numeric features:
+a share of the budget (:data:`DEFAULT_PREPROCESSING_SHARE`) estimates every feature's range
+privately (:class:`dpnewton.preprocessing.PrivateFeatureScaler`), the rest trains the model on the
+rows z = [a (clip(x) - center)/half_width, b], projected onto the unit ball
+(:func:`~dpnewton.preprocessing.training_rows`). Labels are mapped to -1/+1; more than two classes
+are fitted one-vs-rest, the model's budget split across them.
 
-Guarantee, stated once (:data:`GUARANTEE`): the released model is (epsilon, delta)-DP with respect
-to adding or removing one training row, with the number of rows private
-(:mod:`dpnewton.privacy.neighbouring`, relation ``add-remove``).
+Guarantee, stated once (:data:`GUARANTEE`): the released model (and the released ranges) are
+(epsilon, delta)-DP with respect to adding or removing one training row, with the number of rows
+private (:mod:`dpnewton.privacy.neighbouring`, relation ``add-remove``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,11 @@ from .algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 from .api import DATASET_NAME
 from .experiment import (DEFAULT_CONVERSION, check_run, result_record, resolve_budget, run_algorithm, run_at_rho,
                          validate_iterations)
+from .io import to_json
 from .loss import LogisticProblem
-from .privacy.neighbouring import LIBRARY_RELATION, relation_sentence
+from .preprocessing import (PrivateFeatureScaler, RowMap, check_bounds, data_norm_map, range_map,
+                            training_rows)
+from .privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION, relation_sentence
 from .seeding import validate_seed
 
 DEFAULT_ALGORITHM = "objpert"
@@ -42,6 +48,20 @@ DEFAULT_MAX_NORM = 100.0
 """Public radius of the released weights on the scaled rows: every fitted w is projected onto
 ||w|| <= max_norm (post-processing). A margin of 100 already means a probability within 4e-44 of 0 or 1."""
 
+DEFAULT_PREPROCESSING_SHARE = 0.5
+"""Share of (epsilon, delta) spent on the private feature ranges when neither ``bounds`` nor
+``data_norm`` is given: (0.5 epsilon, 0.5 delta) to the ranges, the rest to the model (basic
+composition: they add up to the user's (epsilon, delta)). Chosen on the training rows of
+benchmarks/raw_data.py's breast-cancer split (an internal 70/30 split, 30 fits per setting): share
+0.3 / 0.5 / 0.6 / 0.7 gave mean accuracy 0.66 / 0.85 / 0.79 / 0.80 at epsilon 1 (n = 318, d = 30):
+with few rows the ranges, not the model, limit accuracy."""
+
+BUDGET_RULE_ROWS = 20.0
+"""The public rule of :class:`BudgetWarning`: about 20 x models x d / epsilon_model rows are needed
+before a fit beats a constant model (benchmarks/results/raw_data.md, expected-accuracy table)."""
+BUDGET_WARNING_ROWS = 10_000
+"""Warn when the rule asks for more rows than this (a public constant; n itself is never read)."""
+
 GUARANTEE = (f"coef_ and intercept_ are (epsilon, delta)-differentially private {relation_sentence(LIBRARY_RELATION)}")
 """The estimator's guarantee in one sentence (README, docstrings and ``privacy_record_`` say the same)."""
 
@@ -52,13 +72,19 @@ PRIVACY_RECORD_KEYS = ("algorithm", "epsilon", "delta", "conversion", "rho", "ne
 (excess loss, training accuracy, runtime) are left out: they are computed from the exact data,
 outside the (epsilon, delta) guarantee, and must not be released with the model."""
 
+DATA_DEPENDENT_EVENT_FIELDS = ("sigma_obj", "gamma", "gradient_norm", "solver_iterations")
+"""Fields of an accounting event computed from n or the data outside a mechanism (objpert's mean-form
+sigma/n and gamma_sum/n, its solver's final gradient norm and step count): dropped from
+``privacy_record_`` (a same-seed neighbour replay tells them apart)."""
+
 
 class PrivacyWarning(UserWarning):
     """Reminds that only the optimizer's output is covered by the (epsilon, delta) guarantee."""
 
 
-class DataNormWarning(UserWarning):
-    """``data_norm=None``: the rows are assumed to have norm <= 1 (larger rows are shrunk onto it)."""
+class BudgetWarning(UserWarning):
+    """By a public rule (epsilon, d and the number of classes only), the budget is likely too small for
+    the model to beat a constant prediction on data sets of ordinary size."""
 
 
 class ProjectionWarning(UserWarning):
@@ -69,11 +95,15 @@ PRIVACY_WARNING_MESSAGE = (
     "DPLogisticRegression: only coef_ and intercept_ are covered by (epsilon, delta). Anything else "
     "fitted on the same private data is not private: a scaler or other preprocessing, "
     "hyper-parameter tuning (e.g. GridSearchCV or the choice of epsilon/iterations by score), and "
-    "a data_norm read off the data. Fit those on public data or account for them separately.")
-DATA_NORM_MESSAGE = (
-    "DPLogisticRegression: data_norm=None assumes every row [x, 1] has norm <= 1; longer rows are "
-    "shrunk onto the unit ball for training, which can cost accuracy. Pass data_norm, a public bound "
-    "on the row norms (not one read off the private data).")
+    "bounds or a data_norm read off the data. Fit those on public data or account for them separately "
+    "(the built-in private feature ranges are covered).")
+
+
+def rows_to_beat_constant(epsilon: float, d: int, n_classes: int) -> float:
+    """The public rule of :class:`BudgetWarning`: BUDGET_RULE_ROWS x models x d / epsilon (models = 1
+    for two classes, else n_classes one-vs-rest); epsilon is the model's share."""
+    models = 1 if n_classes == 2 else n_classes
+    return BUDGET_RULE_ROWS * models * d / epsilon
 
 
 def _rejection_reason(spec: AlgorithmSpec) -> str | None:
@@ -123,12 +153,9 @@ def _check_positive(value, name: str, allow_none: bool) -> float | None:
     return float(value)
 
 
-def _check_data_norm(data_norm) -> float:
+def _check_data_norm(data_norm) -> float | None:
     data_norm = _check_positive(data_norm, "data_norm", allow_none=True)
-    if data_norm is None:
-        warnings.warn(DATA_NORM_MESSAGE, DataNormWarning, stacklevel=4)
-        return 1.0
-    if not 1e-150 < data_norm < 1e150:
+    if data_norm is not None and not 1e-150 < data_norm < 1e150:
         raise ValueError(f"data_norm={data_norm!r} is outside [1e-150, 1e150]: the scaled rows or "
                          "weights would overflow; rescale the features")
     return data_norm
@@ -140,14 +167,27 @@ def _check_bool(value, name: str) -> bool:
     return bool(value)
 
 
+def _check_share(share) -> float:
+    if (isinstance(share, bool) or not isinstance(share, numbers.Real) or not math.isfinite(share)
+            or not 0.0 < share < 1.0):
+        raise ValueError(f"preprocessing_share={share!r} must be a number in (0, 1): the share of (epsilon, "
+                         "delta) spent on the private feature ranges (pass bounds= to spend none)")
+    return float(share)
+
+
+def _split(total: float, share: float) -> tuple[float, float]:
+    """(share x total, the rest), the two summing to at most ``total`` in floating point (basic
+    composition never claims more than the user's budget)."""
+    part = share * total
+    rest = total - part
+    while part + rest > total:
+        rest = np.nextafter(rest, 0.0)
+    return part, float(rest)
+
+
 def _scaled_rows(X, fit_intercept: bool, data_norm: float):
-    """[x, 1] / data_norm (or x / data_norm), dense or CSR as X."""
-    n = X.shape[0]
-    if sparse.issparse(X):
-        rows = sparse.hstack([X, np.ones((n, 1))], format="csr") if fit_intercept else X.tocsr()
-        return rows * (1.0 / data_norm)
-    rows = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    return rows / data_norm
+    """[x, 1] / data_norm (or x / data_norm), dense or CSR as X (the ``data_norm`` rows)."""
+    return training_rows(X, data_norm_map(X.shape[1], data_norm, fit_intercept))
 
 
 def _project(w: np.ndarray, max_norm: float) -> tuple[np.ndarray, bool]:
@@ -162,15 +202,32 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     """Differentially private logistic regression (objective perturbation by default).
 
     Guarantee: coef_ and intercept_ are (epsilon, delta)-differentially private with respect to
-    adding or removing one training row, with the number of rows private (:data:`GUARANTEE`).
+    adding or removing one training row, with the number of rows private (:data:`GUARANTEE`). The
+    whole fit - the private feature ranges and the model - spends exactly the (epsilon, delta) given.
+
+    How a fit sees the features (one of three, chosen by the parameters, never by the data):
+
+    * default (``bounds=None, data_norm=None``): ``preprocessing_share`` of (epsilon, delta) buys
+      per-feature ranges [lo_f, hi_f] from a :class:`~dpnewton.preprocessing.PrivateFeatureScaler`
+      (one Gaussian release of per-feature histograms on a public log grid, sensitivity sqrt(d));
+      the model gets the rest. Basic composition: (eps_pre + eps_model, delta_pre + delta_model) =
+      (epsilon, delta).
+    * ``bounds`` (public per-feature ranges): the same rows with those ranges, the whole budget to the model.
+    * ``data_norm`` (a public bound on ||[x, 1]||): the rows [x, 1] / data_norm, the whole budget to
+      the model; the intercept is then limited to |intercept| <= max_norm / data_norm.
+
+    With ranges, a row is z = [a (clip(x, lo, hi) - c)/h, b], c and h the range's centre and half
+    width, b = 1/sqrt(2) and a = sqrt(3/(2d)) (:func:`~dpnewton.preprocessing.range_map`; rows longer
+    than 1 are projected onto the unit ball): the intercept's weight is not shrunk by the feature
+    scale. Without an intercept, or for sparse X, the map is uncentred (c = 0, h = max(|lo|, |hi|)).
 
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter epsilon of the (epsilon, delta) guarantee.
+        Privacy parameter epsilon of the (epsilon, delta) guarantee (the whole fit).
     delta : float or None, default=None
-        Privacy parameter delta; None means 1e-5 (a public constant: n^-2 would read the private
-        n). Refused when delta >= 1/n, which would allow releasing a row in the clear.
+        Privacy parameter delta of the whole fit; None means LIBRARY_DELTA (a public constant: n^-2
+        would read the private n).
     algorithm : str, default=DEFAULT_ALGORITHM ("objpert")
         One of :func:`supported_algorithms`: an optimizer of the registry calibrated for the
         ``add-remove`` relation and private in every step: objective perturbation (``objpert``,
@@ -185,11 +242,19 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     conversion : str, default=dpnewton.experiment.DEFAULT_CONVERSION
         Name of the (epsilon, delta) -> rho conversion of the zCDP methods (``dpnewton conversions``).
     fit_intercept : bool, default=True
-        Append a constant-1 column to every row before scaling; its weight gives ``intercept_``.
+        Append a constant column b to every row; its weight gives ``intercept_``.
+    bounds : sequence of (lo, hi) pairs or None, default=None
+        PUBLIC per-feature ranges (known without the private data): features are clipped to them
+        and scaled; nothing is spent on preprocessing. Not with ``data_norm``.
     data_norm : float or None, default=None
         A PUBLIC bound on the norm of the rows [x, 1] (or x without an intercept). Rows are divided
-        by data_norm and then projected to the unit ball. None assumes 1 and warns
-        (:class:`DataNormWarning`). Choosing it from the private data breaks the guarantee.
+        by data_norm and then projected to the unit ball; nothing is spent on preprocessing.
+        Choosing it from the private data breaks the guarantee. Prefer it for sparse rows with few
+        non-zeros (one-hot data): the default sizes rows for sqrt(d/3) scaled features of norm, so
+        a row with k ones reaches norm sqrt(3k/(2d)) (benchmarks/results/raw_data.md: a1a).
+    preprocessing_share : float in (0, 1), default=DEFAULT_PREPROCESSING_SHARE (0.5)
+        Share of (epsilon, delta) spent on the private feature ranges (used only when neither
+        ``bounds`` nor ``data_norm`` is given).
     max_norm : float, default=DEFAULT_MAX_NORM (100)
         Public radius of the weights on the scaled rows: the fitted w is projected onto
         ||w|| <= max_norm (post-processing; a :class:`ProjectionWarning` says when it acts), so no
@@ -206,38 +271,52 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
         The labels, sorted; with two classes ``classes_[1]`` is the positive class.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-        Weights on the original features: w[:d] / data_norm for the weights w on the scaled rows
-        (one row per class one-vs-rest when there are more than two classes).
+        Weights on the original features: w[:d] a/h for the weights w on the training rows
+        (w[:d] / data_norm with ``data_norm``); one row per class one-vs-rest for more than two classes.
     intercept_ : ndarray of shape (1,) or (n_classes,)
-        w[d] / data_norm with fit_intercept, else 0.
+        b w[d] - <coef, c> (w[d] / data_norm with ``data_norm``); without fit_intercept -<coef, c>,
+        which is 0 (the map is uncentred).
+    feature_ranges_ : ndarray of shape (n_features, 2) or None
+        The (lo, hi) the features were clipped to: released privately (default) or the public
+        ``bounds``; None with ``data_norm``.
+    preprocessing_ : PrivateFeatureScaler or None
+        The fitted private scaler (default mode only), with its ledger and record.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when X has string column names (a DataFrame).
     n_iter_ : int
         Number of updates of the optimizer (1 for objpert).
-    epsilon_, delta_, rho_ : float
-        The guarantee of this fit: delta_ resolved, rho_ the zCDP budget from ``conversion`` (objpert,
-        calibrated to (epsilon, delta) directly, records it and spends none of it).
+    epsilon_, delta_ : float
+        The guarantee of the whole fit (delta_ resolved).
+    model_epsilon_, model_delta_, rho_ : float
+        The model's share and its zCDP budget rho_ from ``conversion`` (objpert, calibrated to
+        (epsilon, delta) directly, records it and spends none of it).
     privacy_ledgers_ : list of dpnewton.privacy.PrivacyLedger
         One per binary model (one-vs-rest: one per class): every release with its sensitivity,
-        noise scale and rho.
+        noise scale and rho. The preprocessing's release is on ``preprocessing_.privacy_ledger_``.
     privacy_ledger_ : dpnewton.privacy.PrivacyLedger
         ``privacy_ledgers_[0]`` (two classes only).
     privacy_record_ : dict
         The accounting fields of the fit (keys :data:`PRIVACY_RECORD_KEYS`, then ``guarantee``,
-        ``composition`` and, one-vs-rest, ``per_class``: each model's record). Evaluation fields
-        (loss, accuracy, runtime) are not private and are dropped.
+        ``composition``, ``model_epsilon``, ``model_delta``, ``preprocessing`` (the scaler's record:
+        its release, sigma, rho and the released ranges, or the public source of the ranges) and,
+        one-vs-rest, ``per_class``: each model's record). Evaluation fields (loss, accuracy,
+        runtime) are not private and are dropped; n is never recorded.
+
+    Warns :class:`BudgetWarning` when a public rule (:func:`rows_to_beat_constant`, from epsilon, d
+    and the number of classes only) asks for more than BUDGET_WARNING_ROWS rows.
 
     Notes
     -----
-    decision_function(x) = x coef_ + intercept_ = <[x, 1] / data_norm, w>, the margin the optimizer
-    saw in training for every training row within the bound (||[x, 1]|| <= data_norm).
+    decision_function(x) = x coef_ + intercept_ = <z, w>, the margin the optimizer saw in training,
+    for every x within the ranges (resp. with ||[x, 1]|| <= data_norm); outside them training saw
+    the clipped (resp. shrunk) row.
 
     Composition across classes (one-vs-rest with K > 2 classes, every row in every model): a zCDP
     method gives each model rho/K (zCDP adds up, BS16 Lemma 2.3); objpert gives each model
     (epsilon/K, delta/K) (basic composition). The set of labels (classes_) is read from the data and
-    taken as public. Not covered by the guarantee: preprocessing fitted on the same data, tuning on
-    it, and a data_norm chosen from it (a :class:`PrivacyWarning` says so once per process).
+    taken as public. Not covered by the guarantee: other preprocessing fitted on the same data, tuning on
+    it, and bounds or a data_norm chosen from it (a :class:`PrivacyWarning` says so once per process).
     numpy's floating-point Gaussian sampler is not hardened against floating-point side channels
     (Mironov 2012); the guarantee is that of the idealized mechanism. ``sample_weight`` is refused:
     a weighted row moves the sums by its weight, so the sensitivities above would not hold.
@@ -246,15 +325,18 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     _privacy_warning_shown = False
 
     def __init__(self, *, epsilon=1.0, delta=None, algorithm=DEFAULT_ALGORITHM, iterations=None,
-                 conversion=DEFAULT_CONVERSION, fit_intercept=True, data_norm=None, max_norm=DEFAULT_MAX_NORM,
-                 random_state=None, hyper=None):
+                 conversion=DEFAULT_CONVERSION, fit_intercept=True, bounds=None, data_norm=None,
+                 preprocessing_share=DEFAULT_PREPROCESSING_SHARE, max_norm=DEFAULT_MAX_NORM, random_state=None,
+                 hyper=None):
         self.epsilon = epsilon
         self.delta = delta
         self.algorithm = algorithm
         self.iterations = iterations
         self.conversion = conversion
         self.fit_intercept = fit_intercept
+        self.bounds = bounds
         self.data_norm = data_norm
+        self.preprocessing_share = preprocessing_share
         self.max_norm = max_norm
         self.random_state = random_state
         self.hyper = hyper
@@ -262,6 +344,9 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        # scikit-learn's convention for a classifier that may score below 0.83 on its 100-row toy
+        # problems: at epsilon 1 the private ranges and the model's noise cost accuracy at such n
+        tags.classifier_tags.poor_score = True
         return tags
 
     def _warn_privacy(self) -> None:
@@ -277,10 +362,20 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         if self.hyper is not None and not isinstance(self.hyper, dict):
             raise ValueError(f"hyper={self.hyper!r} must be None or a dict of hyper-parameters")
         check_run(spec.name, self.epsilon, self.delta, T, self.conversion, LIBRARY_RELATION, self.hyper)
+        data_norm = _check_data_norm(self.data_norm)
+        if data_norm is not None and self.bounds is not None:
+            raise ValueError("pass bounds (public per-feature ranges) or data_norm (a public row-norm bound), "
+                             "not both")
+        share = _check_share(self.preprocessing_share) if data_norm is None and self.bounds is None else 0.0
+        delta = LIBRARY_DELTA if self.delta is None else float(self.delta)
+        (pre_epsilon, model_epsilon), (pre_delta, model_delta) = _split(self.epsilon, share), _split(delta, share)
+        check_run(spec.name, model_epsilon, model_delta, T, self.conversion, LIBRARY_RELATION, self.hyper)
         return {"spec": spec, "T": T, "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
                 "max_norm": _check_positive(self.max_norm, "max_norm", allow_none=False),
-                "seed": validate_seed(self.random_state, "random_state"),
-                "data_norm": _check_data_norm(self.data_norm), "hyper": dict(self.hyper or {})}
+                "seed": validate_seed(self.random_state, "random_state"), "data_norm": data_norm,
+                "delta": delta, "pre_epsilon": pre_epsilon, "pre_delta": pre_delta, "model_epsilon": model_epsilon,
+                "model_delta": model_delta,
+                "hyper": dict(self.hyper or {})}
 
     def fit(self, X, y, **fit_params):
         """Fit privately on (X, y) (two or more classes; dense or sparse X); returns self."""
@@ -299,7 +394,15 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
                              "needs at least two classes")
         self._warn_privacy()
         n, d = X.shape
-        rows = _scaled_rows(X, params["fit_intercept"], params["data_norm"])
+        if rows_to_beat_constant(params["model_epsilon"], d, len(classes)) > BUDGET_WARNING_ROWS:
+            warnings.warn(f"DPLogisticRegression: with epsilon={params['model_epsilon']:g} for the model, d={d} "
+                          f"features and {len(classes)} classes, a fit needs roughly "
+                          f"{rows_to_beat_constant(params['model_epsilon'], d, len(classes)):,.0f} rows to beat a "
+                          "constant prediction (public rule, rows_to_beat_constant); with fewer, expect the "
+                          "majority rate. Raise epsilon, drop features, or pass public bounds to save the "
+                          "preprocessing share", BudgetWarning, stacklevel=2)
+        row_map, scaler = self._row_map(X, params)
+        rows = training_rows(X, row_map)
         targets = [classes[1]] if len(classes) == 2 else list(classes)
         results = self._fit_models(rows, y, targets, params)
         weights, projected = zip(*(_project(np.asarray(r.w, dtype=np.float64), params["max_norm"])
@@ -310,31 +413,45 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         if any(projected):
             warnings.warn(f"DPLogisticRegression: the weights left the public radius max_norm="
                           f"{params['max_norm']:g} and were projected onto it", ProjectionWarning, stacklevel=2)
-        W = np.stack(weights) / params["data_norm"]
         self.classes_ = classes
-        self.coef_ = W[:, :d].copy()
-        self.intercept_ = W[:, d].copy() if params["fit_intercept"] else np.zeros(len(weights))
+        self.coef_, self.intercept_ = row_map.to_features(np.stack(weights))
+        self.feature_ranges_ = None if params["data_norm"] is not None else np.column_stack([row_map.lower,
+                                                                                             row_map.upper])
+        self.preprocessing_ = scaler
         self.n_iter_ = int(results[0].identity.iterations)
         self.privacy_ledgers_ = [r.ledger for r in results]
         if len(results) == 1:
             self.privacy_ledger_ = results[0].ledger
-        self._record(results, params)
+        self._record(results, params, scaler)
         return self
+
+    def _row_map(self, X, params) -> tuple[RowMap, PrivateFeatureScaler | None]:
+        """The training rows' map: from data_norm, the public bounds, or the private scaler fitted on
+        X with (share x epsilon, share x delta) (then also returned)."""
+        d, centered = X.shape[1], params["fit_intercept"] and not sparse.issparse(X)
+        if params["data_norm"] is not None:
+            return data_norm_map(d, params["data_norm"], params["fit_intercept"]), None
+        if self.bounds is not None:
+            return range_map(*check_bounds(self.bounds, d), centered, params["fit_intercept"]), None
+        scaler = PrivateFeatureScaler(epsilon=params["pre_epsilon"], delta=params["pre_delta"], center=centered,
+                                      random_state=params["seed"]).fit(X)
+        return range_map(scaler.lower_, scaler.upper_, centered, params["fit_intercept"]), scaler
 
     def _fit_models(self, rows, y, targets, params) -> list:
         """One private binary model per target class; the budget split over K = len(targets) models."""
         spec, K = params["spec"], len(targets)
         problems = [LogisticProblem.from_xy(rows, np.where(y == c, 1.0, -1.0)) for c in targets]
         n = problems[0].n
-        delta, rho = resolve_budget(self.epsilon, self.delta, n, self.conversion, LIBRARY_RELATION)
+        epsilon = params["model_epsilon"]
+        delta, rho = resolve_budget(epsilon, params["model_delta"], n, self.conversion, LIBRARY_RELATION)
         results = []
         for k, problem in enumerate(problems):
             name = DATASET_NAME if K == 1 else f"{DATASET_NAME}/class-{k}"  # a seeded fit's models draw apart
-            if spec.zcdp:               # zCDP: rho/K per model
-                (res,) = run_at_rho(problem, name, spec.name, self.epsilon, delta, self.conversion, rho / K,
+            if spec.zcdp:   # zCDP: rho/K per model
+                (res,) = run_at_rho(problem, name, spec.name, epsilon, delta, self.conversion, rho / K,
                                     [(params["seed"], params["T"])], params["hyper"], neighbouring=LIBRARY_RELATION)
             else:                       # (epsilon, delta)-calibrated: (epsilon/K, delta/K) per model
-                (res,) = run_algorithm(problem, name, spec.name, self.epsilon / K, [params["seed"]], [params["T"]],
+                (res,) = run_algorithm(problem, name, spec.name, epsilon / K, [params["seed"]], [params["T"]],
                                        delta=delta / K, conversion=self.conversion, hyper=params["hyper"],
                                        neighbouring=LIBRARY_RELATION)
             if res.ledger.nonprivate:
@@ -342,20 +459,35 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
                                  f"({'; '.join(res.ledger.nonprivate)}); DPLogisticRegression "
                                  "releases private models only")
             results.append(res)
-        self.epsilon_, self.delta_, self.rho_ = float(self.epsilon), float(delta), float(rho)
+        self.epsilon_, self.delta_ = float(self.epsilon), params["delta"]
+        self.model_epsilon_, self.model_delta_, self.rho_ = float(epsilon), float(delta), float(rho)
         return results
 
-    def _record(self, results, params) -> None:
-        """``privacy_record_``: the accounting fields of every model's record, the fit's totals."""
+    def _record(self, results, params, scaler) -> None:
+        """``privacy_record_``: the accounting fields of every model's record, the fit's totals and
+        the preprocessing's record."""
         K, zcdp = len(results), params["spec"].zcdp
         records = []
         for res in results:
-            rec = result_record(res, self.conversion, res.identity.epsilon, self.delta_ if zcdp else self.delta_ / K)
+            model_delta = self.model_delta_ if zcdp else self.model_delta_ / K
+            rec = result_record(res, self.conversion, res.identity.epsilon, model_delta)
+            events = [{k: v for k, v in event.items() if k not in DATA_DEPENDENT_EVENT_FIELDS}
+                      for event in res.ledger.events]
+            rec["accounting_events"] = to_json(events) if events else ""
             records.append({k: rec[k] for k in PRIVACY_RECORD_KEYS if k in rec})
+        if scaler is not None:
+            preprocessing = scaler.privacy_record_
+        else:
+            source = "data_norm (public row-norm bound)" if params["data_norm"] is not None else "public bounds"
+            preprocessing = {"source": source, "epsilon": 0.0, "delta": 0.0}
         record = {**records[0], "epsilon": self.epsilon_, "delta": self.delta_, "rho": self.rho_,
-                  "guarantee": GUARANTEE, "composition": "one model"}
+                  "model_epsilon": self.model_epsilon_, "model_delta": self.model_delta_,
+                  "guarantee": GUARANTEE, "preprocessing": preprocessing,
+                  "composition": ("ranges then one model, basic composition: (epsilon, delta) = preprocessing "
+                                  "+ model" if scaler is not None else "one model")}
         if K > 1:
-            record["composition"] = (f"one-vs-rest over {K} classes: "
+            record["composition"] = (("ranges (basic composition), then " if scaler is not None else "")
+                                     + f"one-vs-rest over {K} classes: "
                                      + ("rho/K per model (zCDP composition)" if zcdp
                                         else "(epsilon/K, delta/K) per model (basic composition)"))
             record["per_class"] = records
@@ -369,7 +501,10 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return np.column_stack([special.expit(-scores), special.expit(scores)])
         probs = special.expit(scores)
-        return probs / probs.sum(axis=1, keepdims=True)
+        sums = probs.sum(axis=1, keepdims=True)
+        under = sums[:, 0] == 0.0      # every expit underflowed: its normalised limit is the softmax
+        probs[under], sums[under] = special.softmax(scores[under], axis=1), 1.0
+        return probs / sums
 
     def predict_log_proba(self, X):
         """log(predict_proba(X)), as scikit-learn's LogisticRegression defines it."""
@@ -377,5 +512,6 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
             return np.log(self.predict_proba(X))
 
 
-__all__ = ["DEFAULT_ALGORITHM", "DEFAULT_MAX_NORM", "DPLogisticRegression", "DataNormWarning", "GUARANTEE",
-           "PRIVACY_RECORD_KEYS", "PrivacyWarning", "ProjectionWarning", "supported_algorithms"]
+__all__ = ["BudgetWarning", "DEFAULT_ALGORITHM", "DEFAULT_MAX_NORM", "DEFAULT_PREPROCESSING_SHARE",
+           "DPLogisticRegression", "GUARANTEE", "PRIVACY_RECORD_KEYS", "PrivacyWarning", "ProjectionWarning",
+           "rows_to_beat_constant", "supported_algorithms"]

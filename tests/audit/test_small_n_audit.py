@@ -1,21 +1,26 @@
 """The small-n audit (3 vs 4 rows, the flipped-label canary) of every estimator algorithm: the
 likelihood-ratio statistic is built from the releases the production code made, the estimator's
-mechanisms stay within their claimed epsilon, and one broken variant per mechanism is caught. The
-full-size run is benchmarks/small_n_audit.py (30,000 fits per side after a 10,000-fit pilot)."""
+mechanisms stay within their claimed epsilon, and one broken variant per mechanism is caught; the same
+for the private feature ranges. The full-size runs are benchmarks/small_n_audit.py and
+``python -m dpnewton.audit.small_n_preprocessing`` (30,000 fits per side after a 10,000-fit pilot)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.testing import assert_array_equal
 
 from dpnewton.algorithms.objpert import objpert_parameters
 from dpnewton.algorithms.precond import clipped_inverse
 from dpnewton.audit.small_n import EPSILON, audit_pair, audit_small_n, flipped_label_pair
+from dpnewton.audit.small_n_preprocessing import (audit_preprocessing, preprocessing_pair, preprocessing_statistics,
+                                                  released_histograms)
 from dpnewton.audit.small_n_releases import (objective_noise, pinned_start, release_log_ratios, release_transcripts,
                                              unit_scales)
 from dpnewton.estimator import supported_algorithms
 from dpnewton.experiment import resolve_budget, run_algorithm
 from dpnewton.privacy import DEFAULT_CONVERSION
+from dpnewton.preprocessing import PrivateFeatureScaler
 from dpnewton.privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION, count_rho
 
 
@@ -89,4 +94,34 @@ CAUGHT = [("dp-gd", "public-n", 8000, 2000), ("precond-dp-gd", "overspend", 15_0
 def test_broken_variant_is_caught(algorithm, variant, trials, pilot):
     """The 95 % lower bound of the broken variant exceeds the claimed epsilon = 2."""
     outcome = audit_small_n(algorithm, variant, "likelihood-ratio", trials=trials, pilot=pilot, seed=0)
+    assert outcome.epsilon_lb > EPSILON, outcome.as_dict()
+
+
+# ---- the private feature ranges (dpnewton.audit.small_n_preprocessing) ---------------------------
+
+def test_preprocessing_audit_rebuilds_the_scalers_release():
+    """A seeded audit fit releases exactly what PrivateFeatureScaler(random_state=seed) releases: the same
+    histograms H~ and the same upper end of feature 0."""
+    for side in (0, 1):
+        X = preprocessing_pair()[side]
+        noisy, sigma = released_histograms(side, [0, 1], EPSILON, 1e-5)
+        uppers = preprocessing_statistics(side, 2, "none", "output", EPSILON, 1e-5, first_seed=0)
+        for k in (0, 1):
+            scaler = PrivateFeatureScaler(epsilon=EPSILON, delta=1e-5, random_state=k).fit(X)
+            assert_array_equal(noisy[k], scaler.noisy_histograms_)
+            assert scaler.privacy_ledger_.entries[0].sigma == sigma and uppers[k] == scaler.upper_[0]
+    assert preprocessing_pair()[1][-1, 0] > preprocessing_pair()[0][:, 0].max()   # the outlier moves the max
+
+
+@pytest.mark.parametrize("level", ["output", "likelihood-ratio"])
+def test_preprocessing_within_its_claim(level):
+    outcome = audit_preprocessing("none", level, trials=3000, pilot=2000, seed=0)
+    assert not outcome.violates_claim, outcome.as_dict()
+
+
+@pytest.mark.parametrize("variant, level", [("exact-max", "output"), ("overspend", "likelihood-ratio")])
+def test_preprocessing_broken_variant_is_caught(variant, level):
+    """Reading feature 0's exact maximum, or calibrating the noise to 4 epsilon, is refuted (95 % lower
+    bound above the claimed epsilon = 2)."""
+    outcome = audit_preprocessing(variant, level, trials=3000, pilot=2000, seed=0)
     assert outcome.epsilon_lb > EPSILON, outcome.as_dict()
