@@ -107,7 +107,7 @@ def grid(fits: int) -> list[dict]:
                 raw, scaled = nonprivate(X, y, Xt, yt)
                 for epsilon in GRID["epsilon"]:
                     scores = private_scores(X, y, Xt, yt, epsilon, fits)
-                    rule = rows_to_beat_constant((1 - DEFAULT_PREPROCESSING_SHARE) * epsilon, d, classes)
+                    rule = rows_to_beat_constant((1 - DEFAULT_PREPROCESSING_SHARE) * epsilon, d, 1)
                     rows.append({"n": n, "d": d, "classes": classes, "epsilon": epsilon, "fits": fits,
                                  "mean_accuracy": scores.mean(), "min_accuracy": scores.min(),
                                  "majority": majority(yt), "nonprivate_standardized": scaled,

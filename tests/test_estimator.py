@@ -20,12 +20,13 @@ from sklearn.utils.estimator_checks import check_estimator
 import dpnewton
 from dpnewton.algorithms import ALGORITHMS
 from dpnewton.estimator import (DEFAULT_ALGORITHM, DEFAULT_MAX_NORM, DEFAULT_PREPROCESSING_SHARE, GUARANTEE,
-                                PRIVACY_RECORD_KEYS, BudgetWarning, DPLogisticRegression, PrivacyWarning,
+                                BudgetWarning, DPLogisticRegression, PrivacyWarning,
                                 ProjectionWarning, supported_algorithms)
 from dpnewton.experiment import DEFAULT_CONVERSION
 from dpnewton.loss import LogisticProblem
 from dpnewton.privacy import epsilon_to_rho, rho_to_epsilon
 from dpnewton.privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION
+from dpnewton.privacy.release import RELEASED_FIELDS
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpnewton.estimator.PrivacyWarning"),
               pytest.mark.filterwarnings("ignore::dpnewton.estimator.BudgetWarning")]
@@ -79,7 +80,7 @@ def test_default_parameters():
         "epsilon": 1.0, "delta": None, "algorithm": DEFAULT_ALGORITHM, "iterations": None,
         "conversion": DEFAULT_CONVERSION, "fit_intercept": True, "bounds": None, "data_norm": None,
         "preprocessing_share": DEFAULT_PREPROCESSING_SHARE, "max_norm": DEFAULT_MAX_NORM, "random_state": None,
-        "hyper": None}
+        "hyper": None, "multi_class": "softmax"}
     assert DEFAULT_ALGORITHM == "objpert" and DEFAULT_ALGORITHM in supported_algorithms()
 
 
@@ -147,7 +148,7 @@ def test_three_classes_one_vs_rest(data, params):
     (epsilon/K, delta/K) each; a zCDP method: rho/K each, the ledgers summing to rho)."""
     X, y = data
     y3 = np.array(["a", "b", "c"])[np.digitize(X[:, 0], [-0.3, 0.3])]
-    est = DPLogisticRegression(epsilon=3.0, random_state=0, data_norm=1.0, **params).fit(X, y3)
+    est = DPLogisticRegression(epsilon=3.0, random_state=0, data_norm=1.0, multi_class="ovr", **params).fit(X, y3)
     assert est.classes_.tolist() == ["a", "b", "c"] and est.coef_.shape == (3, X.shape[1])
     proba = est.predict_proba(X)
     assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-14)
@@ -286,7 +287,7 @@ def test_ledger_sums_to_rho(data):
     assert (record["algorithm"], record["conversion"], record["iterations"], record["neighbouring"]) == (
         "dp-gd", DEFAULT_CONVERSION, 50, LIBRARY_RELATION)
     assert record["guarantee"] == GUARANTEE and "n private" in GUARANTEE
-    assert set(record) <= set(PRIVACY_RECORD_KEYS) | {"guarantee", "composition", "model_epsilon", "model_delta",
+    assert set(record) <= set(RELEASED_FIELDS) | {"guarantee", "composition", "model_epsilon", "model_delta",
                                                        "preprocessing"}
     assert record["preprocessing"] == {"source": "data_norm (public row-norm bound)", "epsilon": 0.0, "delta": 0.0}
     assert not {"excess_loss", "train_accuracy", "runtime_s"} & set(record)   # evaluation, not private
@@ -372,7 +373,6 @@ def test_hyper_passes_through(data):
     ({"fit_intercept": "no"}, "fit_intercept"),
     ({"max_norm": 0.0}, "max_norm"),
     ({"data_norm": 1e-300}, "data_norm"),
-    ({"delta": 0.01}, "at least 1/n"),
     ({"algorithm": "dp-gd"}, "needs iterations"),
 ])
 def test_bad_parameters(data, params, match):
@@ -457,9 +457,36 @@ def test_budget_warning_by_the_public_rule(data):
             DPLogisticRegression(epsilon=0.01, random_state=0).fit(X[rows], y[rows])
 
 
-def test_delta_checked_against_n(data):
-    with pytest.raises(ValueError, match=r"delta=0.5 is at least 1/n = 0.5 for n=2 rows"):
-        DPLogisticRegression(delta=0.5, data_norm=1.0).fit([[0.0], [1.0]], [0, 1])
+def test_delta_is_not_checked_against_the_private_n():
+    """Refusing delta >= 1/n would be a membership test on the private n: the same delta fits at 2 rows."""
+    est = DPLogisticRegression(delta=0.5, data_norm=1.0, random_state=0).fit([[0.0], [1.0]], [0, 1])
+    assert est.delta_ == 0.5
+
+
+def test_three_classes_softmax_spends_the_budget_once(data):
+    """The default for K > 2: one softmax model (dpnewton.multinomial), one ledger summing to the model's
+    rho, probabilities the softmax of the decisions, the same model as fit_multinomial's on the same rows."""
+    from dpnewton.multinomial import fit_multinomial
+    from dpnewton.preprocessing import data_norm_map, training_rows
+    from dpnewton.seeding import RunIdentity
+
+    X, y = data
+    y3 = np.array(["a", "b", "c"])[np.digitize(X[:, 0], [-0.3, 0.3])]
+    est = DPLogisticRegression(epsilon=3.0, random_state=0, data_norm=1.0).fit(X, y3)
+    assert est.coef_.shape == (3, X.shape[1]) and est.score(X, y3) > 0.6
+    proba = est.predict_proba(X)
+    scores = est.decision_function(X)
+    assert_allclose(proba, np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True), rtol=1e-12)
+    (ledger,) = est.privacy_ledgers_
+    assert math.isclose(ledger.spent_rho, est.rho_, rel_tol=1e-9) and est.rho_ == epsilon_to_rho(
+        3.0, LIBRARY_DELTA, DEFAULT_CONVERSION)
+    record = est.privacy_record_
+    assert "per_class" not in record and "one softmax model over 3 classes" in record["composition"]
+    rows = training_rows(X, data_norm_map(X.shape[1], 1.0, True))
+    rng = RunIdentity("user", "softmax-bohning", 3.0, 0, 20).generator()
+    W, _, _ = fit_multinomial(rows, np.searchsorted(est.classes_, y3), 3, 3.0, LIBRARY_DELTA, rng)
+    assert_allclose(est.coef_, W[:, :-1], rtol=1e-12)
+    assert_allclose(est.intercept_, W[:, -1], rtol=1e-12)
 
 
 def test_sparse_input_equals_dense(data):

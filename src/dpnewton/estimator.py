@@ -28,14 +28,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 from .api import DATASET_NAME
-from .experiment import (DEFAULT_CONVERSION, check_run, result_record, resolve_budget, run_algorithm, run_at_rho,
-                         validate_iterations)
-from .io import to_json
+from .experiment import (DEFAULT_CONVERSION, check_guarantee, check_run, result_record, resolve_budget, run_algorithm,
+                         run_at_rho, validate_iterations)
 from .loss import LogisticProblem
+from .multinomial import DEFAULT_METHOD as SOFTMAX_METHOD
+from .multinomial import default_iterations as softmax_iterations
+from .multinomial import fit_multinomial
 from .preprocessing import (PrivateFeatureScaler, RowMap, check_bounds, data_norm_map, range_map,
                             training_rows)
 from .privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION, relation_sentence
-from .seeding import validate_seed
+from .privacy.release import released_ledger, released_record
+from .seeding import RunIdentity, validate_seed
 
 DEFAULT_ALGORITHM = "objpert"
 """Objective perturbation with the tight privacy profile: the best rule with no tuning on the private
@@ -65,17 +68,12 @@ BUDGET_WARNING_ROWS = 10_000
 GUARANTEE = (f"coef_ and intercept_ are (epsilon, delta)-differentially private {relation_sentence(LIBRARY_RELATION)}")
 """The estimator's guarantee in one sentence (README, docstrings and ``privacy_record_`` say the same)."""
 
-PRIVACY_RECORD_KEYS = ("algorithm", "epsilon", "delta", "conversion", "rho", "neighbouring", "epsilon_spent_cks",
-                       "conversion_failed", "iterations", "seed", "ledger_rho_total", "n_releases",
-                       "nonprivate", "accounting_events")
-"""The accounting fields of a run's record kept in ``privacy_record_``. Its evaluation fields
-(excess loss, training accuracy, runtime) are left out: they are computed from the exact data,
-outside the (epsilon, delta) guarantee, and must not be released with the model."""
-
-DATA_DEPENDENT_EVENT_FIELDS = ("sigma_obj", "gamma", "gradient_norm", "solver_iterations")
-"""Fields of an accounting event computed from n or the data outside a mechanism (objpert's mean-form
-sigma/n and gamma_sum/n, its solver's final gradient norm and step count): dropped from
-``privacy_record_`` (a same-seed neighbour replay tells them apart)."""
+MULTI_CLASS = ("softmax", "ovr")
+"""More than two classes: ``"softmax"`` (the default) fits one multinomial model that spends the model's
+budget once (:mod:`dpnewton.multinomial`: its per-row sensitivity sqrt(2) does not grow with K);
+``"ovr"`` fits one model per class with ``algorithm``, the budget split K ways. Chosen by
+benchmarks/results/multiclass.md: at epsilon 1 softmax reaches 0.83 on digits against 0.30 for
+one-vs-rest objpert and 0.57 for one-vs-rest DP-GD (standardized features)."""
 
 
 class PrivacyWarning(UserWarning):
@@ -99,10 +97,10 @@ PRIVACY_WARNING_MESSAGE = (
     "(the built-in private feature ranges are covered).")
 
 
-def rows_to_beat_constant(epsilon: float, d: int, n_classes: int) -> float:
+def rows_to_beat_constant(epsilon: float, d: int, models: int) -> float:
     """The public rule of :class:`BudgetWarning`: BUDGET_RULE_ROWS x models x d / epsilon (models = 1
-    for two classes, else n_classes one-vs-rest); epsilon is the model's share."""
-    models = 1 if n_classes == 2 else n_classes
+    for two classes or a softmax model, else the number of one-vs-rest models); epsilon is the model's
+    share."""
     return BUDGET_RULE_ROWS * models * d / epsilon
 
 
@@ -191,11 +189,17 @@ def _scaled_rows(X, fit_intercept: bool, data_norm: float):
 
 
 def _project(w: np.ndarray, max_norm: float) -> tuple[np.ndarray, bool]:
-    """w projected onto the ball ||w|| <= max_norm (post-processing); whether it moved."""
+    """w projected onto the ball ||w|| <= max_norm (Frobenius for a matrix; post-processing); whether it moved."""
     norm = float(np.linalg.norm(w))
     if norm <= max_norm:
         return w, False
     return w * (max_norm / norm), True
+
+
+def _project_rows(W: np.ndarray, max_norm: float) -> tuple[np.ndarray, bool]:
+    """Each binary model's weights (a row of W) projected onto ||w|| <= max_norm; whether any moved."""
+    rows = [_project(w, max_norm) for w in W]
+    return np.stack([w for w, _ in rows]), any(moved for _, moved in rows)
 
 
 class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
@@ -226,8 +230,10 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     epsilon : float, default=1.0
         Privacy parameter epsilon of the (epsilon, delta) guarantee (the whole fit).
     delta : float or None, default=None
-        Privacy parameter delta of the whole fit; None means LIBRARY_DELTA (a public constant: n^-2
-        would read the private n).
+        Privacy parameter delta of the whole fit; None means LIBRARY_DELTA = 1e-10, a public constant
+        valid for every n up to 10^9 rows (n^-2 would read the private n; nothing about delta is checked
+        against n). ``delta=0``: pure epsilon-DP, with objpert (its pure mode) and public ``bounds`` or
+        ``data_norm`` (the private ranges are a Gaussian release).
     algorithm : str, default=DEFAULT_ALGORITHM ("objpert")
         One of :func:`supported_algorithms`: an optimizer of the registry calibrated for the
         ``add-remove`` relation and private in every step: objective perturbation (``objpert``,
@@ -265,6 +271,10 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     hyper : dict or None, default=None
         Hyper-parameters of the algorithm (e.g. ``{"average": "tail"}`` for DP-GD); unknown keys
         raise a ValueError naming them. Settings that make a run non-private are rejected.
+    multi_class : {"softmax", "ovr"}, default="softmax"
+        More than two classes (:data:`MULTI_CLASS`): one private softmax model
+        (:func:`dpnewton.multinomial.fit_multinomial`, the model's budget spent once, ``algorithm``
+        not used), or one-vs-rest with ``algorithm`` and the budget split across the K models.
 
     Attributes
     ----------
@@ -272,7 +282,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         The labels, sorted; with two classes ``classes_[1]`` is the positive class.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
         Weights on the original features: w[:d] a/h for the weights w on the training rows
-        (w[:d] / data_norm with ``data_norm``); one row per class one-vs-rest for more than two classes.
+        (w[:d] / data_norm with ``data_norm``); one row per class for more than two classes.
     intercept_ : ndarray of shape (1,) or (n_classes,)
         b w[d] - <coef, c> (w[d] / data_norm with ``data_norm``); without fit_intercept -<coef, c>,
         which is 0 (the map is uncentred).
@@ -292,12 +302,13 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         The model's share and its zCDP budget rho_ from ``conversion`` (objpert, calibrated to
         (epsilon, delta) directly, records it and spends none of it).
     privacy_ledgers_ : list of dpnewton.privacy.PrivacyLedger
-        One per binary model (one-vs-rest: one per class): every release with its sensitivity,
-        noise scale and rho. The preprocessing's release is on ``preprocessing_.privacy_ledger_``.
+        One per model (one-vs-rest: one per class; softmax: one): every release with its sensitivity,
+        noise scale and rho, in released form (:func:`dpnewton.privacy.release.released_ledger`). The
+        preprocessing's release is on ``preprocessing_.privacy_ledger_``.
     privacy_ledger_ : dpnewton.privacy.PrivacyLedger
         ``privacy_ledgers_[0]`` (two classes only).
     privacy_record_ : dict
-        The accounting fields of the fit (keys :data:`PRIVACY_RECORD_KEYS`, then ``guarantee``,
+        The accounting fields of the fit (:data:`dpnewton.privacy.release.RELEASED_FIELDS`, then ``guarantee``,
         ``composition``, ``model_epsilon``, ``model_delta``, ``preprocessing`` (the scaler's record:
         its release, sigma, rho and the released ranges, or the public source of the ranges) and,
         one-vs-rest, ``per_class``: each model's record). Evaluation fields (loss, accuracy,
@@ -312,14 +323,15 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     for every x within the ranges (resp. with ||[x, 1]|| <= data_norm); outside them training saw
     the clipped (resp. shrunk) row.
 
-    Composition across classes (one-vs-rest with K > 2 classes, every row in every model): a zCDP
-    method gives each model rho/K (zCDP adds up, BS16 Lemma 2.3); objpert gives each model
-    (epsilon/K, delta/K) (basic composition). The set of labels (classes_) is read from the data and
+    Composition across classes (K > 2): softmax spends the model's budget once on one K x p model;
+    one-vs-rest (every row in every model) gives each zCDP model rho/K (zCDP adds up, BS16 Lemma 2.3)
+    and each objpert model (epsilon/K, delta/K) (basic composition). The set of labels (classes_) is read from the data and
     taken as public. Not covered by the guarantee: other preprocessing fitted on the same data, tuning on
     it, and bounds or a data_norm chosen from it (a :class:`PrivacyWarning` says so once per process).
     numpy's floating-point Gaussian sampler is not hardened against floating-point side channels
-    (Mironov 2012); the guarantee is that of the idealized mechanism. ``sample_weight`` is refused:
-    a weighted row moves the sums by its weight, so the sensitivities above would not hold.
+    (Mironov 2012); the guarantee is that of the idealized mechanism. A ``sample_weight`` is refused
+    (None is accepted): a weighted row moves the sums by its weight, so the sensitivities above would
+    not hold.
     """
 
     _privacy_warning_shown = False
@@ -327,7 +339,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     def __init__(self, *, epsilon=1.0, delta=None, algorithm=DEFAULT_ALGORITHM, iterations=None,
                  conversion=DEFAULT_CONVERSION, fit_intercept=True, bounds=None, data_norm=None,
                  preprocessing_share=DEFAULT_PREPROCESSING_SHARE, max_norm=DEFAULT_MAX_NORM, random_state=None,
-                 hyper=None):
+                 hyper=None, multi_class="softmax"):
         self.epsilon = epsilon
         self.delta = delta
         self.algorithm = algorithm
@@ -340,6 +352,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         self.max_norm = max_norm
         self.random_state = random_state
         self.hyper = hyper
+        self.multi_class = multi_class
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -361,29 +374,36 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         T = _check_iterations(self.iterations, spec)
         if self.hyper is not None and not isinstance(self.hyper, dict):
             raise ValueError(f"hyper={self.hyper!r} must be None or a dict of hyper-parameters")
+        if self.multi_class not in MULTI_CLASS:
+            raise ValueError(f"multi_class={self.multi_class!r} must be one of {', '.join(MULTI_CLASS)}")
         check_run(spec.name, self.epsilon, self.delta, T, self.conversion, LIBRARY_RELATION, self.hyper)
+        check_guarantee(spec.name, self.conversion, self.hyper)
         data_norm = _check_data_norm(self.data_norm)
         if data_norm is not None and self.bounds is not None:
             raise ValueError("pass bounds (public per-feature ranges) or data_norm (a public row-norm bound), "
                              "not both")
-        share = _check_share(self.preprocessing_share) if data_norm is None and self.bounds is None else 0.0
+        private_ranges = data_norm is None and self.bounds is None
         delta = LIBRARY_DELTA if self.delta is None else float(self.delta)
+        if delta == 0 and private_ranges:
+            raise ValueError("delta=0 (pure epsilon-DP) needs public bounds= or data_norm=: the private feature "
+                             "ranges are a Gaussian release, which needs a delta > 0")
+        share = _check_share(self.preprocessing_share) if private_ranges else 0.0
         (pre_epsilon, model_epsilon), (pre_delta, model_delta) = _split(self.epsilon, share), _split(delta, share)
         check_run(spec.name, model_epsilon, model_delta, T, self.conversion, LIBRARY_RELATION, self.hyper)
         return {"spec": spec, "T": T, "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
                 "max_norm": _check_positive(self.max_norm, "max_norm", allow_none=False),
                 "seed": validate_seed(self.random_state, "random_state"), "data_norm": data_norm,
                 "delta": delta, "pre_epsilon": pre_epsilon, "pre_delta": pre_delta, "model_epsilon": model_epsilon,
-                "model_delta": model_delta,
-                "hyper": dict(self.hyper or {})}
+                "model_delta": model_delta, "hyper": dict(self.hyper or {})}
 
     def fit(self, X, y, **fit_params):
-        """Fit privately on (X, y) (two or more classes; dense or sparse X); returns self."""
+        """Fit privately on (X, y) (two or more classes; dense or sparse X); returns self. ``sample_weight``
+        may be passed as None only (the signature keeps scikit-learn's weight checks away)."""
+        if fit_params.pop("sample_weight", None) is not None:
+            raise ValueError("sample_weight is not supported: a row of weight c moves the sums the "
+                             "noise is calibrated to by c, so the privacy guarantee would not hold; "
+                             "duplicate or drop rows instead (each copy counts as a row)")
         if fit_params:
-            if "sample_weight" in fit_params:
-                raise ValueError("sample_weight is not supported: a row of weight c moves the sums the "
-                                 "noise is calibrated to by c, so the privacy guarantee would not hold; "
-                                 "duplicate or drop rows instead (each copy counts as a row)")
             raise TypeError(f"fit() got unexpected arguments {sorted(fit_params)}")
         params = self._validated()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
@@ -392,37 +412,43 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"y has one class only ({classes.tolist()}); DPLogisticRegression "
                              "needs at least two classes")
+        softmax = len(classes) > 2 and self.multi_class == "softmax"
+        if softmax and params["model_delta"] == 0:
+            raise ValueError("delta=0 (pure epsilon-DP) with more than two classes needs multi_class='ovr' "
+                             "(the softmax model is a zCDP mechanism)")
         self._warn_privacy()
-        n, d = X.shape
-        if rows_to_beat_constant(params["model_epsilon"], d, len(classes)) > BUDGET_WARNING_ROWS:
+        d = X.shape[1]
+        models = 1 if softmax else len(classes)
+        if rows_to_beat_constant(params["model_epsilon"], d, models) > BUDGET_WARNING_ROWS:
             warnings.warn(f"DPLogisticRegression: with epsilon={params['model_epsilon']:g} for the model, d={d} "
                           f"features and {len(classes)} classes, a fit needs roughly "
-                          f"{rows_to_beat_constant(params['model_epsilon'], d, len(classes)):,.0f} rows to beat a "
+                          f"{rows_to_beat_constant(params['model_epsilon'], d, models):,.0f} rows to beat a "
                           "constant prediction (public rule, rows_to_beat_constant); with fewer, expect the "
                           "majority rate. Raise epsilon, drop features, or pass public bounds to save the "
                           "preprocessing share", BudgetWarning, stacklevel=2)
         row_map, scaler = self._row_map(X, params)
         rows = training_rows(X, row_map)
-        targets = [classes[1]] if len(classes) == 2 else list(classes)
-        results = self._fit_models(rows, y, targets, params)
-        weights, projected = zip(*(_project(np.asarray(r.w, dtype=np.float64), params["max_norm"])
-                                   for r in results))
-        if not all(np.isfinite(w).all() for w in weights):
+        self.epsilon_, self.delta_ = float(self.epsilon), params["delta"]
+        W, ledgers, records, composition = (self._fit_softmax(rows, y, classes, params) if softmax
+                                            else self._fit_binary(rows, y, classes, params))
+        W, projected = _project(W, params["max_norm"]) if softmax else _project_rows(W, params["max_norm"])
+        if not np.isfinite(W).all():
             raise RuntimeError(f"algorithm={self.algorithm!r} produced non-finite weights; use a smaller "
                                "step or fewer iterations")
-        if any(projected):
+        if projected:
             warnings.warn(f"DPLogisticRegression: the weights left the public radius max_norm="
                           f"{params['max_norm']:g} and were projected onto it", ProjectionWarning, stacklevel=2)
         self.classes_ = classes
-        self.coef_, self.intercept_ = row_map.to_features(np.stack(weights))
+        self.multi_class_ = None if len(classes) == 2 else self.multi_class
+        self.coef_, self.intercept_ = row_map.to_features(W)
         self.feature_ranges_ = None if params["data_norm"] is not None else np.column_stack([row_map.lower,
                                                                                              row_map.upper])
         self.preprocessing_ = scaler
-        self.n_iter_ = int(results[0].identity.iterations)
-        self.privacy_ledgers_ = [r.ledger for r in results]
-        if len(results) == 1:
-            self.privacy_ledger_ = results[0].ledger
-        self._record(results, params, scaler)
+        self.n_iter_ = int(records[0]["iterations"])
+        self.privacy_ledgers_ = ledgers
+        if len(ledgers) == 1:
+            self.privacy_ledger_ = ledgers[0]
+        self._record(records, composition, params, scaler)
         return self
 
     def _row_map(self, X, params) -> tuple[RowMap, PrivateFeatureScaler | None]:
@@ -437,69 +463,79 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
                                       random_state=params["seed"]).fit(X)
         return range_map(scaler.lower_, scaler.upper_, centered, params["fit_intercept"]), scaler
 
-    def _fit_models(self, rows, y, targets, params) -> list:
-        """One private binary model per target class; the budget split over K = len(targets) models."""
-        spec, K = params["spec"], len(targets)
+    def _fit_binary(self, rows, y, classes, params) -> tuple:
+        """One private binary model (two classes) or one per class (one-vs-rest), with ``algorithm``: a
+        zCDP method gives each of K models rho/K, objpert (epsilon/K, delta/K). Returns (W, released
+        ledgers, released records, composition)."""
+        spec = params["spec"]
+        targets = [classes[1]] if len(classes) == 2 else list(classes)
+        K = len(targets)
         problems = [LogisticProblem.from_xy(rows, np.where(y == c, 1.0, -1.0)) for c in targets]
-        n = problems[0].n
         epsilon = params["model_epsilon"]
-        delta, rho = resolve_budget(epsilon, params["model_delta"], n, self.conversion, LIBRARY_RELATION)
-        results = []
+        delta, rho = resolve_budget(epsilon, params["model_delta"], problems[0].n, self.conversion, LIBRARY_RELATION)
+        weights, ledgers, records = [], [], []
         for k, problem in enumerate(problems):
             name = DATASET_NAME if K == 1 else f"{DATASET_NAME}/class-{k}"  # a seeded fit's models draw apart
             if spec.zcdp:   # zCDP: rho/K per model
                 (res,) = run_at_rho(problem, name, spec.name, epsilon, delta, self.conversion, rho / K,
                                     [(params["seed"], params["T"])], params["hyper"], neighbouring=LIBRARY_RELATION)
-            else:                       # (epsilon, delta)-calibrated: (epsilon/K, delta/K) per model
+            else:           # (epsilon, delta)-calibrated: (epsilon/K, delta/K) per model
                 (res,) = run_algorithm(problem, name, spec.name, epsilon / K, [params["seed"]], [params["T"]],
                                        delta=delta / K, conversion=self.conversion, hyper=params["hyper"],
                                        neighbouring=LIBRARY_RELATION)
-            if res.ledger.nonprivate:
-                raise ValueError(f"hyper={self.hyper!r} makes the run non-private "
-                                 f"({'; '.join(res.ledger.nonprivate)}); DPLogisticRegression "
-                                 "releases private models only")
-            results.append(res)
-        self.epsilon_, self.delta_ = float(self.epsilon), params["delta"]
+            rec = result_record(res, self.conversion, res.identity.epsilon, delta if spec.zcdp else delta / K)
+            weights.append(np.asarray(res.w, dtype=np.float64))
+            ledgers.append(released_ledger(res.ledger))
+            records.append(released_record(rec, res.ledger))
         self.model_epsilon_, self.model_delta_, self.rho_ = float(epsilon), float(delta), float(rho)
-        return results
+        composition = "one model" if K == 1 else (
+            f"one-vs-rest over {K} classes: " + ("rho/K per model (zCDP composition)" if spec.zcdp
+                                                 else "(epsilon/K, delta/K) per model (basic composition)"))
+        return np.stack(weights), ledgers, records, composition
 
-    def _record(self, results, params, scaler) -> None:
-        """``privacy_record_``: the accounting fields of every model's record, the fit's totals and
-        the preprocessing's record."""
-        K, zcdp = len(results), params["spec"].zcdp
-        records = []
-        for res in results:
-            model_delta = self.model_delta_ if zcdp else self.model_delta_ / K
-            rec = result_record(res, self.conversion, res.identity.epsilon, model_delta)
-            events = [{k: v for k, v in event.items() if k not in DATA_DEPENDENT_EVENT_FIELDS}
-                      for event in res.ledger.events]
-            rec["accounting_events"] = to_json(events) if events else ""
-            records.append({k: rec[k] for k in PRIVACY_RECORD_KEYS if k in rec})
+    def _fit_softmax(self, rows, y, classes, params) -> tuple:
+        """One private softmax model over the K classes (:func:`dpnewton.multinomial.fit_multinomial`),
+        the model's budget spent once; its generator fresh, or seeded from the fit's identity."""
+        epsilon, delta = params["model_epsilon"], params["model_delta"]
+        T = softmax_iterations(SOFTMAX_METHOD)
+        seed = params["seed"]
+        rng = (np.random.default_rng() if seed is None
+               else RunIdentity(DATASET_NAME, f"softmax-{SOFTMAX_METHOD}", epsilon, seed, T).generator())
+        W, ledger, record = fit_multinomial(rows, np.searchsorted(classes, y), len(classes), epsilon, delta, rng,
+                                            method=SOFTMAX_METHOD, conversion=self.conversion)
+        self.model_epsilon_, self.model_delta_, self.rho_ = float(epsilon), float(delta), float(record["rho"])
+        composition = record.pop("composition")
+        return W, [released_ledger(ledger)], [{**released_record(record, ledger), "seed": seed}], composition
+
+    def _record(self, records, composition, params, scaler) -> None:
+        """``privacy_record_``: the released fields of the model(s), the fit's totals and the preprocessing's
+        record (nothing computed from the exact data or the private n: :mod:`dpnewton.privacy.release`)."""
         if scaler is not None:
             preprocessing = scaler.privacy_record_
         else:
             source = "data_norm (public row-norm bound)" if params["data_norm"] is not None else "public bounds"
             preprocessing = {"source": source, "epsilon": 0.0, "delta": 0.0}
-        record = {**records[0], "epsilon": self.epsilon_, "delta": self.delta_, "rho": self.rho_,
+        record = {**records[0], "epsilon": self.epsilon_, "delta": self.delta_,
                   "model_epsilon": self.model_epsilon_, "model_delta": self.model_delta_,
                   "guarantee": GUARANTEE, "preprocessing": preprocessing,
-                  "composition": ("ranges then one model, basic composition: (epsilon, delta) = preprocessing "
-                                  "+ model" if scaler is not None else "one model")}
-        if K > 1:
-            record["composition"] = (("ranges (basic composition), then " if scaler is not None else "")
-                                     + f"one-vs-rest over {K} classes: "
-                                     + ("rho/K per model (zCDP composition)" if zcdp
-                                        else "(epsilon/K, delta/K) per model (basic composition)"))
+                  "composition": (f"ranges, then {composition}; basic composition: (epsilon, delta) = "
+                                  "preprocessing + model" if scaler is not None else composition)}
+        if "rho" in records[0]:
+            record["rho"] = self.rho_
+        if len(records) > 1:
             record["per_class"] = records
         self.privacy_record_ = record
 
     def predict_proba(self, X):
-        """Class probabilities: (expit(-s), expit(s)) of the decision s for two classes; one-vs-rest
-        expit(s_k) normalised to sum 1 for more (as scikit-learn's one-vs-rest LogisticRegression)."""
+        """Class probabilities: (expit(-s), expit(s)) of the decision s for two classes; the softmax of the
+        decisions for a softmax model; one-vs-rest expit(s_k) normalised to sum 1 (as scikit-learn's
+        one-vs-rest LogisticRegression)."""
         check_is_fitted(self)
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return np.column_stack([special.expit(-scores), special.expit(scores)])
+        if self.multi_class_ == "softmax":
+            return special.softmax(scores, axis=1)
         probs = special.expit(scores)
         sums = probs.sum(axis=1, keepdims=True)
         under = sums[:, 0] == 0.0      # every expit underflowed: its normalised limit is the softmax
@@ -513,5 +549,5 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
 
 
 __all__ = ["BudgetWarning", "DEFAULT_ALGORITHM", "DEFAULT_MAX_NORM", "DEFAULT_PREPROCESSING_SHARE",
-           "DPLogisticRegression", "GUARANTEE", "PRIVACY_RECORD_KEYS", "PrivacyWarning", "ProjectionWarning",
+           "DPLogisticRegression", "GUARANTEE", "MULTI_CLASS", "PrivacyWarning", "ProjectionWarning",
            "rows_to_beat_constant", "supported_algorithms"]
