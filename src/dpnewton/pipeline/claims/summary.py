@@ -22,7 +22,7 @@ import yaml
 from ..frontier import SECOND_ORDER
 from .cells import is_paper_method
 from .headline import HEADING, floor_line, sync_readme, verdict_line
-from .ties import AVERAGED, TIE_RULE, config_ties, family_ties, mark_ties, tie_counts, tie_sets
+from .ties import ALPHA, TIE_RULE, config_ties, family_ties, mark_ties, tie_counts, tie_sets
 from .tuning_tracks import NEAR_ORACLE, label_variants, not_better_than_trivial
 from .verdict import NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
@@ -51,6 +51,8 @@ def ties_lines(best: pd.DataFrame, conversion: str, tight: str | None) -> list[s
     configs = config_ties(best, conversion)
     sets = tie_sets(configs)
     n = len(sets)
+    if not n:
+        return []
     alone = [f"{fams[0]} on {_cell(*k)}" for k, fams in sets.items() if len(fams) == 1]
     seeds = sorted(set(configs["n_seeds"].astype(int))) if "n_seeds" in configs else []
     L = [f"* **Lowest loss at the best T** ({n} (dataset, epsilon) cells, `{conversion}`; {'/'.join(map(str, seeds))} "
@@ -115,6 +117,8 @@ def tracks_lines(long: pd.DataFrame, floor: pd.DataFrame, best: pd.DataFrame, va
     parts = []
     for track in TRACKS:
         t = long[long["track"] == track]
+        if not len(t):
+            continue
         marked = pd.concat([mark_ties(g) for _, g in t.groupby(["dataset", "epsilon"], sort=True)])
         parts.append(f"{TRACKS[track]}: {_counts(tie_counts(tie_sets(marked, 'algorithm')), n)}")
     wide = long.pivot_table(index=["dataset", "epsilon", "algorithm"], columns="track",
@@ -255,27 +259,44 @@ def heatmap(configs: pd.DataFrame, path: Path, conversion: str) -> None:
     fig, ax = plt.subplots(figsize=(0.42 * len(cols) + 2.8, 0.32 * len(order) + 1.6))
     im = ax.imshow(np.minimum(grid, 1.0), cmap="viridis_r", vmin=0, vmax=1, aspect="auto")
     ii, jj = np.nonzero(tied)
-    ax.scatter(jj, ii, s=14, c="white", edgecolors="black", linewidths=0.6, label="tie set (not significantly above)")
+    ax.scatter(jj, ii, s=14, c="white", edgecolors="black", linewidths=0.6)
     ax.set_xticks(range(len(cols)), [f"{d} {e:g}" for d, e in cols], rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(len(order)), order, fontsize=7)
     bar = fig.colorbar(im, ax=ax, ticks=[0, np.log10(2), np.log10(5), 1])
     bar.ax.set_yticklabels(["1x", "2x", "5x", ">=10x"], fontsize=7)
     bar.set_label("family's lowest mean / cell's lowest", fontsize=7)
-    ax.set_title(f"Excess loss at the best T ({conversion}; non-private selection); dot = tie", fontsize=8)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), fontsize=7, frameon=False)
+    ax.set_title(f"Excess loss at the best T ({conversion}; T chosen non-privately); dot = in the tie set "
+                 f"(not significantly above the cell's lowest, Welch p >= {ALPHA:g})", fontsize=8)
     fig.tight_layout()
     with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=130, format="png")
     plt.close(fig)
 
 
+#: the report's sections that name a "best" or "winner" (the lowest mean), each given :data:`RANK_NOTE`
+RANKED_SECTIONS = ("## Winner by compute budget", "## Beyond the paper", "## Ranking on equal accounting terms",
+                   "## Tuning paid for privately")
+RANK_NOTE = ("*Best* and *winner* in this section mean the lowest mean, with no test against seed noise: "
+             "the sets of methods within noise of it (the tie rule) are in [In short](#in-short) and the "
+             "summary figure.")
+
+
+def _note_rankings(body: str) -> str:
+    """Put :data:`RANK_NOTE` under each heading of :data:`RANKED_SECTIONS` (once)."""
+    for head in RANKED_SECTIONS:
+        body = re.sub(rf"^({re.escape(head)}[^\n]*\n\n)(?!{re.escape(RANK_NOTE)})", lambda m: m.group(1) + RANK_NOTE
+                      + "\n\n", body, count=1, flags=re.M)
+    return body
+
+
 def rewrite_report(report_md: str, short: list[str], table: list[str]) -> str:
     """The report with its "In short" section replaced by ``short`` + the claim table, a table of contents
-    before it and nothing else changed."""
+    before it and :data:`RANK_NOTE` under the sections that rank by the lowest mean."""
     body = re.sub(rf"^{re.escape(TOC_HEADING)}\n.*?(?=^## )", "", report_md, flags=re.S | re.M)
     block = "\n".join(short + ["One line per claim (the verdict over its datasets and one number; details: "
                                "*Verdicts with numbers*):", "", *table, ""])
     body = re.sub(rf"^{re.escape(HEADING)}\n.*?(?=^## )", lambda _: block + "\n", body, count=1, flags=re.S | re.M)
+    body = _note_rankings(body)
     first = body.index(HEADING)
     return body[:first] + "\n".join(contents(body)) + "\n" + body[first:]
 
