@@ -39,6 +39,8 @@ def test_fresh_clone_plan_keeps_the_real_datasets_with_downloads(tmp_path):
         cfg.update(coerce_cli_values(parse_config([f"allow_download={str(allow).lower()}"]), SCHEMA))
         pipecfg.load_config(cfg, SCHEMA)
         plan = pipecfg.expand(cfg, base_dir=tmp_path / "clone")
-        assert ("a1a" in plan.datasets) is kept, plan
-        if not kept:
-            assert "does not exist" in str(plan.dropped_datasets if hasattr(plan, "dropped_datasets") else plan)
+        assert ("a1a" in plan.datasets) is kept, plan.dropped
+        if kept:
+            assert pipecfg.resolve_data_dir(cfg["data_dir"], tmp_path / "clone", cfg["allow_download"]) is None
+        else:
+            assert "does not exist" in plan.dropped["a1a"]
