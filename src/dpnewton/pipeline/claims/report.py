@@ -25,7 +25,7 @@ from .cost import cost_section, run_cost
 from .evaluation import budget_winner, evaluate
 from .headline import headline
 from .paper import PAPER_TABLE1, paper_claim
-from .summary import claim_rows, claim_table, in_short, rewrite_report
+from .summary import claim_rows, claim_table, in_short, rewrite_report, tie_section
 from .rules import DEGENERATE, FIG1_DATASET
 from .tables import CODE_COLUMNS, accounting_share, privacy_plans
 from .tuning_tracks import tracks_comparison, tracks_section
@@ -456,7 +456,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
         return text
     short = in_short(verdicts, parts["best"], parts["floor"], parts["tracks"], parts["tracks_cfg"], extra.get("cost"),
                      extra["conv"]["a"], extra["conv"]["c"])
-    return rewrite_report(text, short, claim_table(claim_rows(verdicts, parts["best"], extra["conv"]["a"])))
+    return rewrite_report(text, short, claim_table(claim_rows(verdicts, parts["best"], extra["conv"]["a"])),
+                          tie_section(parts["best"], extra["conv"]["a"]))
 
 
 def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | None = None,

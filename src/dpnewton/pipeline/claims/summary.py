@@ -189,6 +189,27 @@ def in_short(verdicts, best, floor, tracks, tracks_cfg, resources, conversion="b
     return L + [""]
 
 
+TIES_HEADING = "## Tie sets per cell"
+
+
+def tie_section(best: pd.DataFrame, conversion: str) -> list[str]:
+    """Per (dataset, epsilon): the lowest mean (its configuration and T) and the method families within noise
+    of it (:data:`~.ties.TIE_RULE`), with how many configurations tie."""
+    configs = config_ties(best, conversion)
+    if not len(configs):
+        return []
+    L = [TIES_HEADING, "", f"`{conversion}`, every private configuration at its best T (**non-private** "
+         f"selection). Tie rule: {TIE_RULE}.", "",
+         "| dataset | eps | lowest mean (configuration, T) | tie set: families (configurations) |", "|---|---|---|---|"]
+    for (ds, eps), g in configs.groupby(["dataset", "epsilon"], sort=True):
+        top = g.loc[g["excess_loss_mean"].astype(float).idxmin()]
+        tied = g[g["tied"]].sort_values("ratio")
+        fams = ", ".join(f"{f} ({int((tied['family'] == f).sum())})" for f in dict.fromkeys(tied["family"]))
+        L.append(f"| {ds} | {eps:g} | {_fmt(float(top['excess_loss_mean']))} ± {_fmt(float(top['excess_loss_se']), 2)} "
+                 f"({top['algorithm']}, {int(top['best_T'])}) | {fams} |")
+    return L + [""]
+
+
 def overall(verdicts: pd.Series) -> str:
     """One verdict for a claim's rows: reproduced (all), not reproduced (none reproduced or partly), else partly."""
     v = set(verdicts.astype(str))
@@ -289,12 +310,13 @@ def _note_rankings(body: str) -> str:
     return body
 
 
-def rewrite_report(report_md: str, short: list[str], table: list[str]) -> str:
+def rewrite_report(report_md: str, short: list[str], table: list[str], ties: list[str] = ()) -> str:
     """The report with its "In short" section replaced by ``short`` + the claim table, a table of contents
     before it and :data:`RANK_NOTE` under the sections that rank by the lowest mean."""
-    body = re.sub(rf"^{re.escape(TOC_HEADING)}\n.*?(?=^## )", "", report_md, flags=re.S | re.M)
+    body = re.sub(rf"^({re.escape(TOC_HEADING)}|{re.escape(TIES_HEADING)})\n.*?(?=^## )", "", report_md,
+                  flags=re.S | re.M)
     block = "\n".join(short + ["One line per claim (the verdict over its datasets and one number; details: "
-                               "*Verdicts with numbers*):", "", *table, ""])
+                               "*Verdicts with numbers*):", "", *table, "", *ties])
     body = re.sub(rf"^{re.escape(HEADING)}\n.*?(?=^## )", lambda _: block + "\n", body, count=1, flags=re.S | re.M)
     body = _note_rankings(body)
     first = body.index(HEADING)
@@ -310,7 +332,7 @@ def republish(bundle: Path, report: Path, readme: Path | None, config: Path, con
     short = in_short(verdicts, best, floor, tracks, tracks_cfg, read("resources.csv"), conversion, tight)
     table = claim_table(claim_rows(verdicts, best, conversion))
     heatmap(config_ties(best, conversion), report.parent / FIGURE, conversion)
-    atomic_write_text(report, rewrite_report(report.read_text(), short, table))
+    atomic_write_text(report, rewrite_report(report.read_text(), short, table, tie_section(best, conversion)))
     if readme is not None:
         sync_readme(readme, report)
 
