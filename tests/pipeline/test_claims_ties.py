@@ -72,3 +72,16 @@ def test_published_summary_names_tie_sets_and_the_readme_copies_it(tmp_path):
     c = T.config_ties(pd.read_csv(ROOT / "figures/claims/best_T.csv"), "bs16")
     assert {"dp-gd (avg)", "objpert", "hess-add (avg)"} <= set(T.tie_sets(c)[("a1a", 10.0)])
     assert (ROOT / "figures" / S.FIGURE).exists()
+
+
+def test_tie_section_names_the_lowest_and_the_families_within_noise():
+    b = cell([1.0, 1.05, 3.0], [0.1, 0.1, 0.01], ["dp-gd", "dp-gd-tail", "hess-clip"]).assign(
+        base_algorithm=["dp-gd", "dp-gd", "hess-clip"], hyper=["{}", '{"average": "tail"}', "{}"], best_T=[8, 16, 4])
+    L = S.tie_section(b, "bs16")
+    assert L[0] == S.TIES_HEADING
+    assert "| d | 1 | 1 ± 0.1 (dp-gd, 8) | dp-gd (1), dp-gd (avg) (1) |" in L
+    # the section sits after the In-short block and once, however often the report is rewritten
+    md = "# R\n\nintro\n\n## In short\n\nold\n\n## Settings\n\nx\n"
+    once = S.rewrite_report(md, ["## In short", "", "new", ""], ["| t |"], L)
+    assert S.rewrite_report(once, ["## In short", "", "new", ""], ["| t |"], L) == once
+    assert once.index("## Contents") < once.index("## In short") < once.index(S.TIES_HEADING) < once.index("## Settings")
