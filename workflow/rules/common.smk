@@ -205,7 +205,7 @@ def dataset_options(wildcards):
 
 
 def data_dir(wildcards=None):
-    d = dpnewton("pipeline.config").resolve_data_dir(conf()["data_dir"], REPO)
+    d = dpnewton("pipeline.config").resolve_data_dir(conf()["data_dir"], REPO, conf()["allow_download"])
     return str(d) if d is not None else None
 
 

@@ -20,9 +20,19 @@ from ..data.registry import DATASETS
 # are importable from here as well.
 from .plan import (ALL_CONVERSIONS, STUDY_DEFAULTS, Job, Plan, algorithm_grids, config_hash,  # noqa: F401
                    configurations_per_algorithm, curve_epsilons, dataset_available, eps_label, expand,
-                   extension_spec, protocol_summary, resolve_data_dir, seed_chunks, seed_list, studies)
+                   extension_spec, protocol_summary, seed_chunks, seed_list, studies)
+from .plan import resolve_data_dir as _repository_path
 from .schema import (BOOLEAN_WORDS, SCHEMA_PATH, check_finite, coerce_cli_values, fill_defaults,  # noqa: F401
                      load_schema, validate_config, validator)
+
+
+def resolve_data_dir(data_dir: str | None, base_dir: str | Path, allow_download: bool = False) -> Path | None:
+    """The config's ``data_dir`` as a folder (relative to the repository ``base_dir``), or None for none.
+    A folder that does not exist is None when ``allow_download``: the datasets are then downloaded and
+    checked against their recorded sha256 (a fresh clone without ``../shared`` and the default
+    ``data_dir``); without it, :func:`expand` names the missing folder."""
+    p = _repository_path(data_dir, base_dir)
+    return None if p is not None and allow_download and not p.is_dir() else p
 
 
 def load_config(cfg: dict, schema: str | Path | dict | None = None, registry=None) -> dict:

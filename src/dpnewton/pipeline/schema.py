@@ -67,6 +67,8 @@ def fill_defaults(cfg: dict, schema: dict | None = None) -> dict:
 #: itself turns only ``True`` and ``False`` into booleans, and nested values stay strings)
 BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "1": True,
                  "false": False, "no": False, "off": False, "0": False}
+#: the spellings of "no value" (YAML's null) that ``--config key=null`` passes on as a string
+NULL_WORDS = ("null", "none", "~", "")
 
 
 def coerce_cli_values(cfg: dict, schema: dict) -> dict:
@@ -77,7 +79,9 @@ def coerce_cli_values(cfg: dict, schema: dict) -> dict:
     ``--config 'claims={enabled: true}'`` a mapping of strings. A string at a key whose schema type
     is boolean (and not string) becomes ``True``/``False`` when it is one of :data:`BOOLEAN_WORDS`
     (any case), else it raises ``ValueError`` naming the key and the spellings to use (``--config
-    key=0``/``=1``, which Snakemake passes as integers, become booleans there too); a string at a
+    key=0``/``=1``, which Snakemake passes as integers, become booleans there too); one of
+    :data:`NULL_WORDS` at a key that may be null becomes None (``--config data_dir=null``: no folder,
+    also where a string is allowed); a string at a
     key typed number/integer (and not string) becomes that number when it parses as one (the schema
     then reports anything left). Other values are not touched.
     """
@@ -100,6 +104,8 @@ def coerce_cli_values(cfg: dict, schema: dict) -> dict:
             for n in nodes:
                 t = n.get("type", [])
                 types |= set([t] if isinstance(t, str) else t)
+            if "null" in types and value.strip().lower() in NULL_WORDS:
+                return None
             if "string" in types or not types:
                 return value
             if "boolean" in types:
@@ -118,8 +124,6 @@ def coerce_cli_values(cfg: dict, schema: dict) -> dict:
                         return parse(value)
                     except ValueError:
                         pass
-            if "null" in types and value.strip().lower() in ("null", "none", "~"):
-                return None
             return value
         if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
             types = {t for n in nodes for t in ([n["type"]] if isinstance(n.get("type"), str) else n.get("type", []))}

@@ -25,7 +25,7 @@ from .verdict import NA, NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
 
 HEADING = "## In short"
-START = "<!-- in-short: copied from figures/claims.md by python -m dpnewton.pipeline.claims.headline -->"
+START = "<!-- in-short: copied from figures/claims.md by python -m dpnewton.pipeline.claims.summary -->"
 END = "<!-- /in-short -->"
 
 

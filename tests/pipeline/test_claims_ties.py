@@ -1,0 +1,87 @@
+"""Tie sets (not winners) and the report's summary republished from the committed tables."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpnewton.pipeline.claims import summary as S
+from dpnewton.pipeline.claims import ties as T
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_welch_p_matches_the_t_test_on_raw_samples():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(1.0, 0.3, 4), rng.normal(1.5, 0.6, 4)
+    se = lambda x: x.std(ddof=1) / np.sqrt(len(x))  # noqa: E731
+    want = stats.ttest_ind(a, b, equal_var=False).pvalue
+    assert T.welch_p(a.mean(), se(a), 4, b.mean(), se(b), 4) == pytest.approx(want, rel=1e-10)
+    assert T.welch_p(1.0, 0.1, 4, 1.0, 0.2, 4) == 1.0 and T.welch_p(1.0, 0.0, 4, 2.0, 0.0, 4) == 0.0
+
+
+def cell(means, ses, names=None):
+    names = names or [f"m{i}" for i in range(len(means))]
+    return pd.DataFrame({"dataset": "d", "epsilon": 1.0, "algorithm": names, "conversion": "bs16",
+                         "excess_loss_mean": means, "excess_loss_se": ses, "n_seeds": 4})
+
+
+def test_mark_ties_keeps_the_best_and_what_noise_cannot_separate():
+    # t = 0.1 / sqrt(0.05^2 + 0.05^2) = 1.41: not significant at 4 seeds; t = 1 / 0.07 = 14: significant
+    m = T.mark_ties(cell([1.0, 1.1, 2.0, np.nan], [0.05, 0.05, 0.05, 0.1]))
+    assert m["tied"].tolist() == [True, True, False, False]
+    assert m["ratio"].iloc[:3].tolist() == pytest.approx([1.0, 1.1, 2.0])
+
+
+def test_families_split_averaged_configurations_and_leave_out_non_private_steps():
+    b = cell([1.0, 1.05, 3.0, 0.1], [0.1, 0.1, 0.01, 0.01], ["dp-gd", "dp-gd-tail", "hess-clip", "dp-gd-oracle"])
+    b = b.assign(base_algorithm=["dp-gd", "dp-gd", "hess-clip", "dp-gd-oracle"],
+                 hyper=["{}", '{"average": "tail"}', "{}", "{}"])
+    c = T.config_ties(b, "bs16")
+    assert "dp-gd-oracle" not in set(c["algorithm"])         # a non-private step is never the reference
+    assert T.tie_sets(c) == {("d", 1.0): ["dp-gd", "dp-gd (avg)"]}
+    f = T.family_ties(c).set_index("family")
+    assert bool(f.loc["hess-clip", "tied"]) is False and f.loc["hess-clip", "ratio"] == pytest.approx(3.0)
+
+
+def test_claim_table_has_one_line_per_claim_with_its_verdict():
+    v = pd.DataFrame({"claim": ["C1 best x", "C1 best x", "C2 fast"], "setting": "a",
+                      "dataset": ["d", "e", "all"], "verdict": ["reproduced", "not reproduced", "partly"],
+                      "reason": ["", "", "median 3.16x over 20 cells"]})
+    best = pd.concat([cell([1.0, 1.02], [0.1, 0.1], ["dp-gd", "hess-clip"]),
+                      cell([1.0, 3.0], [0.01, 0.01], ["dp-gd", "qu-clip"]).assign(dataset="e")])
+    rows = S.claim_rows(v, best, "bs16")
+    assert rows[0][:2] == ("C1 best x", "partly") and "not significantly above DP-GD in 1 of 2 cells (4 seeds" in rows[0][2]
+    assert rows[1] == ("C2 fast", "partly", "median ratio 3.16x")
+
+
+@pytest.mark.skipif(not (ROOT / "figures/claims/best_T.csv").exists(), reason="the published bundle is committed")
+def test_published_summary_names_tie_sets_and_the_readme_copies_it(tmp_path):
+    """The committed report's summary and the README's copies are what the committed tables give."""
+    report, readme = tmp_path / "claims.md", tmp_path / "README.md"
+    report.write_text((ROOT / "figures/claims.md").read_text())
+    readme.write_text((ROOT / "README.md").read_text())
+    S.republish(ROOT / "figures/claims", report, readme, ROOT / "config/claims.yaml")
+    assert report.read_text() == (ROOT / "figures/claims.md").read_text()
+    assert readme.read_text() == (ROOT / "README.md").read_text()
+    short = report.read_text().split("## In short")[1].split("\n## ")[0]
+    assert "Tie rule: " in short and "One family alone: objpert on synthetic@10." in short
+    # a1a at epsilon 10: averaged DP-GD, objpert and averaged hess-add are within noise of each other
+    c = T.config_ties(pd.read_csv(ROOT / "figures/claims/best_T.csv"), "bs16")
+    assert {"dp-gd (avg)", "objpert", "hess-add (avg)"} <= set(T.tie_sets(c)[("a1a", 10.0)])
+    assert (ROOT / "figures" / S.FIGURE).exists()
+
+
+def test_tie_section_names_the_lowest_and_the_families_within_noise():
+    b = cell([1.0, 1.05, 3.0], [0.1, 0.1, 0.01], ["dp-gd", "dp-gd-tail", "hess-clip"]).assign(
+        base_algorithm=["dp-gd", "dp-gd", "hess-clip"], hyper=["{}", '{"average": "tail"}', "{}"], best_T=[8, 16, 4])
+    L = S.tie_section(b, "bs16")
+    assert L[0] == S.TIES_HEADING
+    assert "| d | 1 | 1 ± 0.1 (dp-gd, 8) | dp-gd (1), dp-gd (avg) (1) |" in L
+    # the section sits after the In-short block and once, however often the report is rewritten
+    md = "# R\n\nintro\n\n## In short\n\nold\n\n## Settings\n\nx\n"
+    once = S.rewrite_report(md, ["## In short", "", "new", ""], ["| t |"], L)
+    assert S.rewrite_report(once, ["## In short", "", "new", ""], ["| t |"], L) == once
+    assert once.index("## Contents") < once.index("## In short") < once.index(S.TIES_HEADING) < once.index("## Settings")
