@@ -141,8 +141,8 @@ def markdown(real: list[dict], cells: list[dict], fits: int, grid_fits: int, sec
                         "max_accuracy", "fits_below_majority", "majority", "nonprivate_raw",
                         "nonprivate_standardized", "seconds_per_fit"], fmt), "",
         "nonprivate_raw: scikit-learn LogisticRegression on the raw features; nonprivate_standardized: with a "
-        "(non-private) StandardScaler, the ceiling. More than two classes: one-vs-rest, the model's budget "
-        "split K ways.", "",
+        "(non-private) StandardScaler, the ceiling. More than two classes: one softmax model (the default "
+        "multi_class='softmax'), the model's budget spent once.", "",
         "## Expected accuracy against n, d, classes and epsilon (synthetic raw features)", "",
         f"Mean test accuracy (min of {grid_fits} fits) of the default estimator; features on scales 1e-2 .. 1e3, "
         "labels from a linear softmax model; 5,000 test rows. Non-private: StandardScaler + LogisticRegression.", "",
