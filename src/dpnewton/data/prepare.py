@@ -1,4 +1,10 @@
-"""prepare(): resolve sources, build, validate, write .npz + JSON sidecar, reuse cache."""
+"""prepare(): resolve sources, build, validate, write .npz + JSON sidecar, reuse cache.
+
+The sidecar records the SHA-256 of the arrays (``x_sha256``, ``y_sha256``: :func:`load_prepared`
+checks them) and of the npz file itself (``npz_sha256``: :func:`check_prepared_file`, the workflow's
+start check, compares it without loading the arrays). The npz is byte-reproducible
+(:func:`dpnewton.io.atomic_write_npz`), so a rebuild from the same sources gives the same file.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io import atomic_path
+from ..io import DamagedFileError, atomic_path, atomic_write_npz, check_npz, file_sha256, read_json
 from .errors import DatasetError
 from .loaders import Context
 from .registry import COMMON_OPTIONS, get_spec
@@ -167,9 +173,9 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
         **built.meta,
     }
     try:
-        _atomic_write(out_path, lambda fh: np.savez(
-            fh, X=X, y=y, name=np.array(name), preprocessing=np.array(built.prep_version),
-            cache_key=np.array(cache_key)))
+        atomic_write_npz(out_path, X=X, y=y, name=np.array(name), preprocessing=np.array(built.prep_version),
+                         cache_key=np.array(cache_key))
+        meta["npz_sha256"] = file_sha256(out_path)
         _atomic_write(side, lambda fh: fh.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode()))
     except OSError as exc:
         raise DatasetError(f"cannot write {out_path} / {side}: {exc}; "
@@ -201,3 +207,38 @@ def load_prepared(path) -> PreparedDataset:
     if meta.get("x_sha256") != _array_sha256(X) or meta.get("y_sha256") != _array_sha256(y):
         raise DatasetError(f"{p}: array contents do not match the sidecar hashes; delete it and run prepare again")
     return PreparedDataset(name, X, y, meta, p)
+
+
+def prepared_fix(path) -> str:
+    """The fix of a damaged prepared file: delete it and its sidecar and prepare it again."""
+    p = Path(path)
+    return (f"delete {p} and {sidecar_path(p)}, then run `snakemake {p}` (the target before your other options): "
+            f"rule prepare_data recomputes both, and the jobs made from them rerun (outside the workflow: "
+            f"`dpnewton prepare NAME --out {p}`)")
+
+
+def check_prepared_file(path, fix: str | None = None) -> dict:
+    """The sidecar of an undamaged prepared file, without loading its arrays: the sidecar parses and the
+    npz has the SHA-256 it recorded (``npz_sha256``), or, for a sidecar written before that field, every
+    member of the npz passes its zip CRC (a flipped byte inside X fails). Raises
+    :class:`dpnewton.io.DamagedFileError` naming the damaged file and ``fix`` (:func:`prepared_fix`)."""
+    p = Path(path)
+    fix = fix or prepared_fix(p)
+    meta = read_json(sidecar_path(p), fix)
+    if not isinstance(meta, dict):
+        raise DamagedFileError(sidecar_path(p), "not a prepared dataset's sidecar (a JSON object)", fix)
+    recorded = meta.get("npz_sha256")
+    if recorded is not None:
+        if file_sha256(p) != recorded:
+            raise DamagedFileError(p, f"its SHA-256 is not the one recorded in {sidecar_path(p).name} when both "
+                                      "were written", fix)
+        return meta
+    check_npz(p, fix)
+    try:
+        with zipfile.ZipFile(p) as zf:
+            bad = zf.testzip()
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise DamagedFileError(p, f"unreadable npz ({type(exc).__name__}: {exc})", fix) from None
+    if bad is not None:
+        raise DamagedFileError(p, f"its member {bad} fails its CRC", fix)
+    return meta
