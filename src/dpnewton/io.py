@@ -8,7 +8,8 @@ readers need to notice it:
 * CSV (:func:`atomic_write_csv`): two last columns, :data:`ROWS_COLUMN` with the file's row count
   and :data:`DIGEST_COLUMN` with the SHA-256 of its records without that column (:func:`records_digest`),
   in every row; :func:`check_csv` also requires the final line break and the header's field count.
-  A table's CSV mirror has neither: its parquet twin records the mirror's SHA-256 (:func:`dpnewton.pipeline.aggregate.write_frame`);
+  A table's CSV mirror has neither: its parquet twin records the mirror's SHA-256
+  (:func:`dpnewton.pipeline.aggregate.write_frame`);
 * parquet (:func:`atomic_write_parquet`): the footer (row count, schema; missing in a cut file), a
   CRC per data page and a digest of the whole frame in the footer, verified by :func:`read_parquet`;
 * npz (:func:`atomic_write_npz`): the zip directory at the end of the file (:func:`check_npz`); a
@@ -129,13 +130,15 @@ def _records(text: str, sep: str = ",") -> list[list[str]]:
 def atomic_write_csv(path, frame: pd.DataFrame, count_rows: bool = True) -> pd.DataFrame:
     """Write ``frame`` as CSV (no index), atomically; with ``count_rows`` the last two columns are
     :data:`ROWS_COLUMN` (``len(frame)``) and :data:`DIGEST_COLUMN` (:func:`records_digest` of the file
-    without it), in every row; :func:`check_csv` verifies both. Returns the frame as written."""
-    if count_rows:
-        frame = frame.drop(columns=[ROWS_COLUMN, DIGEST_COLUMN], errors="ignore").assign(**{ROWS_COLUMN: len(frame)})
-        digest = records_digest(_records(frame.to_csv(index=False)))
-        frame = frame.assign(**{DIGEST_COLUMN: digest})
+    without it), in every row; :func:`check_csv` verifies both. Returns the frame as written, without
+    the digest (which covers every value, timings included)."""
+    if not count_rows:
+        with atomic_path(path, suffix=".csv") as tmp:
+            frame.to_csv(tmp, index=False)
+        return frame
+    frame = frame.drop(columns=[ROWS_COLUMN, DIGEST_COLUMN], errors="ignore").assign(**{ROWS_COLUMN: len(frame)})
     with atomic_path(path, suffix=".csv") as tmp:
-        frame.to_csv(tmp, index=False)
+        frame.assign(**{DIGEST_COLUMN: records_digest(_records(frame.to_csv(index=False)))}).to_csv(tmp, index=False)
     return frame
 
 

@@ -533,7 +533,7 @@ def test_a_changed_file_stops_the_workflow_and_deletes_nothing(tmp_path_factory,
     shutil.copytree(reference_run(tmp_path_factory), workdir, symlinks=True, dirs_exist_ok=True)
     damage(workdir / relpath)
     damaged = _state(workdir)
-    fix = (prepared_fix(Path(relpath)) if relpath.endswith(".npz") else
-           f"delete it and run `snakemake {relpath}` (the target before your other options): rule run_job recomputes it")
+    fix = (prepared_fix(Path(relpath)) if relpath.endswith(".npz") else f"delete it and run `snakemake {relpath}` "
+           "(the target before your other options): rule run_job recomputes it")
     _stopped_with(_snakemake(workdir), f"{relpath} is damaged ({problem}): {fix}")
     assert _state(workdir) == damaged

@@ -94,9 +94,10 @@ def plan():
 
 def check_results():
     """Stop before the first job if a result file the workflow reads is damaged (dpnewton.io: a cut
-    or changed CSV or parquet, a prepared file or optimum whose npz is not the one its JSON recorded). Snakemake reruns every job whose input is newer than its outputs (a damaged file is
-    newer, and its checksum differs) and deletes those outputs before running the job, which then
-    fails on the damaged input; stopping here deletes nothing. Run by onstart, in the main process."""
+    or changed CSV or parquet, a prepared file or optimum whose npz is not the one its JSON recorded).
+    Snakemake reruns every job whose input is newer than its outputs (a damaged file is newer,
+    and its checksum differs) and deletes those outputs before running the job, which then fails on the
+    damaged input; stopping here deletes nothing. Run by onstart, in the main process."""
     if not workflow.is_main_process:
         return
     io = dpnewton("io")
@@ -114,7 +115,7 @@ def result_checks():
     checks = []
     for ds in datasets():
         npz, js = Path(f"results/data/{ds}.npz"), Path(f"results/data/{ds}.json")
-        # both files, or none (rule prepare_data makes the pair): the npz against the SHA-256 its sidecar recorded
+        # both files, or none (prepare_data makes the pair): the npz against the SHA-256 its sidecar recorded
         checks.append((npz, lambda p, js=js: js.exists() and prepare.check_prepared_file(p)))
         checks.append((js, lambda p, npz=npz: npz.exists() or io.read_json(p, prepare.prepared_fix(npz))))
         opt_npz, opt_json = Path(OPTIMUM_NPZ.format(dataset=ds)), Path(OPTIMUM_JSON.format(dataset=ds))

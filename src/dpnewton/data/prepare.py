@@ -93,6 +93,33 @@ def _split_options(spec, options: dict) -> tuple[dict, dict]:
     return opts, common
 
 
+def check_options(name: str, options: dict) -> None:
+    """The checks of a dataset's options that need no data, as :func:`prepare` would meet them: every
+    name is one of the dataset's options or :data:`~.registry.COMMON_OPTIONS`, every value is a plain
+    JSON value of its default's type (a default of None takes any value; an integer default takes
+    integers, of its default's sign: a positive default takes integers >= 1, 0 takes integers >= 0).
+    Raises :class:`DatasetError` naming the option."""
+    spec = get_spec(name)
+    _split_options(spec, options)
+    defaults = {**COMMON_OPTIONS, **spec.options}
+    for key, value in options.items():
+        default = defaults[key]
+        if default is None:
+            continue
+        if isinstance(default, bool):
+            ok, takes = isinstance(value, bool), "true or false"
+        elif isinstance(default, int):
+            low = 1 if default > 0 else 0 if default == 0 else None
+            ok = isinstance(value, int) and not isinstance(value, bool) and (low is None or value >= low)
+            takes = "an integer" + ("" if low is None else f" >= {low}")
+        elif isinstance(default, float):
+            ok, takes = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        else:
+            ok, takes = isinstance(value, type(default)), f"a {type(default).__name__}"
+        if not ok:
+            raise DatasetError(f"dataset {name!r}: option {key} must be {takes}, got {value!r}")
+
+
 def _atomic_write(target: Path, write) -> None:
     with atomic_path(target) as tmp, open(tmp, "wb") as fh:
         write(fh)
