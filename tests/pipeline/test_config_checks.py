@@ -52,6 +52,7 @@ def test_a_misspelled_hyper_parameter_is_refused_at_load_naming_it():
     ({"holdout": 0.998}, "holdout"),
     ({"seeds": [2**63]}, "seeds"),
     ({"algorithms__aop": {"iterations": [1, 10]}}, "algorithms.aop"),
+    ({"claims": {"enabled": True, "baseline": "dp_gd"}}, "claims.baseline"),
     ({"tracks": {"selection": {"distribution": {"name": "poisson"},
                                "methods": {"gd": {"variants": ["dp-gd"], "iterations": [2]}}}}},
      "tracks.selection.distribution"),

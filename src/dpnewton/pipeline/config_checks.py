@@ -11,6 +11,7 @@ runs) meets, for every job of the config's plan, the checks its job would meet f
 * ``datasets.<name>.options``: names and types (:func:`dpnewton.data.prepare.check_options`);
 * ``holdout``: both splits non-empty, for every dataset whose row count is known without its data
   (:func:`known_rows`);
+* ``claims``: the algorithms its roles name are registered (with the report on);
 * every (epsilon, conversion) a run, the timing stage or a track uses, at ``delta`` or, with
   ``delta: null``, at n^-2 of each dataset whose row count is known: the conversion gives a budget rho,
   the rows' CKS epsilon of that rho evaluates (``dpnewton.experiment.result_record``), and a given
@@ -56,6 +57,22 @@ def check_job_values(cfg: dict, registry) -> None:
     for dataset, conversion, epsilon, key in budget_cells(cfg, plan):
         check_budget(epsilon, cfg["delta"], conversion, dataset, rows.get(dataset), key)
     check_tracks(cfg, plan)
+    check_claims_roles(cfg, registry)
+
+
+def check_claims_roles(cfg: dict, registry) -> None:
+    """With the claims report on, the algorithms its roles name (``claims.baseline``, ``oracle``,
+    ``damped``, ``table1_ours``, ``ours``) are registered: a misspelled one would leave its verdicts
+    without data instead of failing."""
+    claims = cfg["claims"]
+    if not claims["enabled"]:
+        return
+    for role in ("baseline", "oracle", "damped", "table1_ours", "ours"):
+        names = claims[role] if isinstance(claims[role], list) else [claims[role]]
+        unknown = [name for name in names if name not in registry]
+        if unknown:
+            raise ValueError(f"config key claims.{role}: {unknown} are not registered algorithms (registered: "
+                             f"{', '.join(sorted(registry))}); correct the name")
 
 
 def check_tracks(cfg: dict, plan) -> None:
