@@ -186,4 +186,5 @@ def check_budget(epsilon: float, delta: float | None, conversion: str, dataset: 
     except (ValueError, ArithmeticError) as exc:
         raise ValueError(f"config key {key}: epsilon {epsilon:g} is too large to account at {where}: its rho = "
                          f"{rho:.3g} has no CKS epsilon, which the runs record as epsilon_spent_cks "
-                         f"({type(exc).__name__}: {exc}); use a smaller epsilon (the paper's grid ends at 10)") from None
+                         f"({type(exc).__name__}: {exc}); use a smaller epsilon (the paper's grid ends at 10)"
+                         ) from None
