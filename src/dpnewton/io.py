@@ -14,7 +14,8 @@ readers need to notice it:
   CRC per data page and a digest of the whole frame in the footer, verified by :func:`read_parquet`;
 * npz (:func:`atomic_write_npz`): the zip directory at the end of the file (:func:`check_npz`); a
   prepared dataset and the optimum cache also record the npz's SHA-256 in their JSON sidecar
-  (:mod:`dpnewton.data.prepare`, :mod:`dpnewton.problems`), checked by :func:`check_npz_digest`.
+  (:mod:`dpnewton.data.prepare`, :mod:`dpnewton.problems`), and the sidecar its own
+  (:func:`json_digest`).
 
 A check that fails raises :class:`DamagedFileError`: one line naming the file, what is wrong and
 the fix (delete the file; the rule that made it recomputes it).
@@ -306,6 +307,27 @@ def check_npz(path, fix: str = DELETE_FIX) -> list[str]:
             return zf.namelist()
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise DamagedFileError(path, f"not a complete npz file: {exc}", fix) from None
+
+
+#: the field of a JSON object that holds the object's own digest (:func:`json_digest`)
+JSON_DIGEST_KEY = "json_sha256"
+
+
+def json_digest(obj: dict) -> str:
+    """SHA-256 of a JSON object's canonical text (sorted keys, no spaces, NaN as null) without its
+    :data:`JSON_DIGEST_KEY` field: written into the object, it lets a reader tell a changed value."""
+    body = {k: v for k, v in obj.items() if k != JSON_DIGEST_KEY}
+    return hashlib.sha256(to_json(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def check_json_digest(path, obj: dict, fix: str = DELETE_FIX) -> dict:
+    """``obj`` (read from ``path``) if it matches the :func:`json_digest` it records (an object without
+    one, written before it existed, is returned as it is); :class:`DamagedFileError` otherwise."""
+    recorded = obj.get(JSON_DIGEST_KEY)
+    if recorded is not None and recorded != json_digest(obj):
+        raise DamagedFileError(path, f"its contents do not match the SHA-256 in its {JSON_DIGEST_KEY} field: a value "
+                                     "was changed after it was written", fix)
+    return obj
 
 
 def read_json(path, fix: str = DELETE_FIX):

@@ -167,9 +167,9 @@ def test_flipped_bytes_inside_a_prepared_file_fail_the_start_check(prepared, tmp
         check_prepared_file(npz)
     assert str(err.value) == (f"{npz} is damaged (its SHA-256 is not the one recorded in synthetic.json when both "
                               f"were written): {prepared_fix(npz)}")
-    # a sidecar from before npz_sha256: the members' zip CRCs catch the same flip
+    # a sidecar from before npz_sha256 (and json_sha256): the members' zip CRCs catch the same flip
     meta = json.loads((tmp_path / "synthetic.json").read_text())
-    del meta["npz_sha256"]
+    del meta["npz_sha256"], meta[io.JSON_DIGEST_KEY]
     (tmp_path / "synthetic.json").write_text(json.dumps(meta))
     with pytest.raises(io.DamagedFileError, match=r"synthetic\.npz is damaged \(its member X\.npy fails its CRC\)"):
         check_prepared_file(npz)
@@ -384,7 +384,7 @@ def test_a_truncated_optimum_is_an_error_not_a_bad_zip(prepared, tmp_path):
 def test_an_optimum_cache_from_before_the_checksum_is_still_read_and_checked(prepared, tmp_path):
     copy, npz, js = _fresh_cache(prepared, tmp_path)
     meta = json.loads(js.read_text())
-    del meta["npz_sha256"]
+    del meta["npz_sha256"], meta[io.JSON_DIGEST_KEY]   # written before either existed
     js.write_text(json.dumps(meta))
     with np.load(npz) as f:
         w, loss = f["w"], f["loss"]
@@ -537,3 +537,18 @@ def test_a_changed_file_stops_the_workflow_and_deletes_nothing(tmp_path_factory,
            "(the target before your other options): rule run_job recomputes it")
     _stopped_with(_snakemake(workdir), f"{relpath} is damaged ({problem}): {fix}")
     assert _state(workdir) == damaged
+
+
+def test_a_changed_value_in_an_optimum_or_prepared_sidecar_is_an_error(prepared, tmp_path):
+    """The JSON files carry their own digest: a held-out metric or a label count changed by hand is damage."""
+    copy, npz, js = _fresh_cache(prepared, tmp_path)
+    meta = json.loads(js.read_text())
+    js.write_text(json.dumps({**meta, "n": meta["n"] + 1}))
+    with pytest.raises(io.DamagedFileError, match=r"synthetic\.optimum\.json is damaged \(its contents do not match "
+                                                  r"the SHA-256 in its json_sha256 field"):
+        load_problem_from_prepared(copy)
+    side = copy.with_suffix(".json")
+    meta = json.loads(side.read_text())
+    side.write_text(json.dumps({**meta, "label_counts": {"-1": 1, "+1": 2}}))
+    with pytest.raises(io.DamagedFileError, match=r"synthetic\.json is damaged \(its contents do not match"):
+        check_prepared_file(copy)

@@ -1,8 +1,9 @@
 """prepare(): resolve sources, build, validate, write .npz + JSON sidecar, reuse cache.
 
 The sidecar records the SHA-256 of the arrays (``x_sha256``, ``y_sha256``: :func:`load_prepared`
-checks them) and of the npz file itself (``npz_sha256``: :func:`check_prepared_file`, the workflow's
-start check, compares it without loading the arrays). The npz is byte-reproducible
+checks them), of the npz file itself (``npz_sha256``: :func:`check_prepared_file`, the workflow's
+start check, compares it without loading the arrays) and of the sidecar's own fields (``json_sha256``,
+:func:`dpnewton.io.json_digest`). The npz is byte-reproducible
 (:func:`dpnewton.io.atomic_write_npz`), so a rebuild from the same sources gives the same file.
 """
 
@@ -18,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..io import DamagedFileError, atomic_path, atomic_write_npz, check_npz, file_sha256, read_json
+from ..io import (JSON_DIGEST_KEY, DamagedFileError, atomic_path, atomic_write_npz, check_json_digest, check_npz,
+                  file_sha256, json_digest, read_json)
 from .errors import DatasetError
 from .loaders import Context
 from .registry import COMMON_OPTIONS, get_spec
@@ -203,6 +205,7 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
         atomic_write_npz(out_path, X=X, y=y, name=np.array(name), preprocessing=np.array(built.prep_version),
                          cache_key=np.array(cache_key))
         meta["npz_sha256"] = file_sha256(out_path)
+        meta[JSON_DIGEST_KEY] = json_digest(meta)
         _atomic_write(side, lambda fh: fh.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode()))
     except OSError as exc:
         raise DatasetError(f"cannot write {out_path} / {side}: {exc}; "
@@ -227,6 +230,10 @@ def load_prepared(path) -> PreparedDataset:
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
         raise DatasetError(f"{p}: unreadable prepared dataset ({type(exc).__name__}: {exc}); "
                            "delete it and run prepare again") from None
+    try:
+        check_json_digest(side, meta)
+    except DamagedFileError as exc:
+        raise DatasetError(f"{side}: {exc.problem}; delete it and run prepare again") from None
     if meta.get("cache_key") != key or meta.get("name") != name:
         raise DatasetError(f"{p} and {side} do not belong together (different build); run prepare again")
     if X.dtype != np.float64 or y.dtype != np.float64 or X.ndim != 2 or y.shape != (X.shape[0],):
@@ -254,6 +261,7 @@ def check_prepared_file(path, fix: str | None = None) -> dict:
     meta = read_json(sidecar_path(p), fix)
     if not isinstance(meta, dict):
         raise DamagedFileError(sidecar_path(p), "not a prepared dataset's sidecar (a JSON object)", fix)
+    check_json_digest(sidecar_path(p), meta, fix)
     recorded = meta.get("npz_sha256")
     if recorded is not None:
         if file_sha256(p) != recorded:
