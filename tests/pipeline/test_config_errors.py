@@ -16,7 +16,8 @@ All cases run in a pool of 3 concurrent Snakemake processes (module fixture) to 
 low; each test then checks its own case, and each config case's message is also checked in process
 (``load_config``). Measured on the shared 2-core machine at load 2-5: 32 Snakemake cases (24 config,
 8 data) and 24 in-process ones, 1 min 50 s wall, about 105 CPU-s (each Snakemake case is one start-up
-+ DAG build, plus one prepare_data job for the data cases).
++ DAG build, plus one prepare_data job for the data cases); the 12 config cases of values a job would
+fail on (refused by ``dpnewton.pipeline.config_checks``) bring it to 44 Snakemake cases.
 """
 
 from __future__ import annotations

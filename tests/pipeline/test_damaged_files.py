@@ -1,8 +1,10 @@
 """Damaged intermediate files are detected on read and never aggregated or trusted silently.
 
 Each result, optimum and checkpoint file carries what its reader needs (``dpnewton.io``): the run,
-track and timing CSVs a ``file_rows`` column and a final line break, parquet files their footer and
-page CRCs, the optimum's JSON the SHA-256 of its npz, a checkpoint the SHA-256 of its unit. Unit
+track and timing CSVs ``file_rows`` and ``file_sha256`` columns and a final line break, parquet files
+their footer, page CRCs and frame digest, a table's CSV mirror its SHA-256 in its twin's footer, the
+optimum's and a prepared file's JSON the SHA-256 of their npz and of themselves, a checkpoint the
+SHA-256 of its unit. Unit
 tests cut and change real files at every position and check the exact error (file, problem, fix);
 the slow workflow tests damage a finished run's optimum and one of its run files, and check that
 Snakemake stops before any job with the one-line message, that nothing under ``results/`` was
