@@ -5,12 +5,17 @@ write never leaves a file that looks complete under its final name. A file can s
 afterwards (cut short by a copy, a full disk, a hand edit), so the result files carry what their
 readers need to notice it:
 
-* CSV (:func:`atomic_write_csv`): a last column :data:`ROWS_COLUMN` with the file's row count in
-  every row; :func:`check_csv` also requires the final line break and the header's field count;
+* CSV (:func:`atomic_write_csv`): two last columns, :data:`ROWS_COLUMN` with the file's row count
+  and :data:`DIGEST_COLUMN` with the SHA-256 of its records without that column (:func:`records_digest`),
+  in every row; :func:`check_csv` also requires the final line break and the header's field count.
+  A table's CSV mirror has neither: its parquet twin records the mirror's SHA-256
+  (:func:`dpnewton.pipeline.aggregate.write_frame`);
 * parquet (:func:`atomic_write_parquet`): the footer (row count, schema; missing in a cut file), a
   CRC per data page and a digest of the whole frame in the footer, verified by :func:`read_parquet`;
-* npz (:func:`atomic_write_npz`): the zip directory at the end of the file (:func:`check_npz`); the
-  optimum cache also records the npz's SHA-256 in its JSON sidecar (:mod:`dpnewton.problems`).
+* npz (:func:`atomic_write_npz`): the zip directory at the end of the file (:func:`check_npz`); a
+  prepared dataset and the optimum cache also record the npz's SHA-256 in their JSON sidecar
+  (:mod:`dpnewton.data.prepare`, :mod:`dpnewton.problems`), and the sidecar its own
+  (:func:`json_digest`).
 
 A check that fails raises :class:`DamagedFileError`: one line naming the file, what is wrong and
 the fix (delete the file; the rule that made it recomputes it).
@@ -105,33 +110,53 @@ class DamagedFileError(ValueError):
         super().__init__(f"{path} is damaged ({problem}): {self.fix}")
 
 
-#: the last column of every CSV written by :func:`atomic_write_csv`: the number of data rows the file
-#: was written with, in every row, so that a reader can tell a complete file from a cut one
+#: the next-to-last column of every CSV written by :func:`atomic_write_csv`: the number of data rows the
+#: file was written with, in every row, so that a reader can tell a complete file from a cut one
 ROWS_COLUMN = "file_rows"
+#: the last column of every CSV written by :func:`atomic_write_csv`: :func:`records_digest` of the file
+#: without this column, in every row, so that a reader can tell a changed value from the written one
+DIGEST_COLUMN = "file_sha256"
+
+
+def records_digest(records: list[list[str]]) -> str:
+    """SHA-256 of CSV records (header included) as text: canonical JSON of the list of lists of fields.
+    A changed, added or removed character inside any field changes it; the CSV quoting does not."""
+    return hashlib.sha256(json.dumps(records, separators=(",", ":")).encode()).hexdigest()
+
+
+def _records(text: str, sep: str = ",") -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))
 
 
 def atomic_write_csv(path, frame: pd.DataFrame, count_rows: bool = True) -> pd.DataFrame:
-    """Write ``frame`` as CSV (no index), atomically; with ``count_rows`` a last column
-    :data:`ROWS_COLUMN` holds ``len(frame)`` in every row (:func:`check_csv` verifies it). Returns
-    the frame as written."""
-    if count_rows:
-        frame = frame.drop(columns=[ROWS_COLUMN], errors="ignore").assign(**{ROWS_COLUMN: len(frame)})
+    """Write ``frame`` as CSV (no index), atomically; with ``count_rows`` the last two columns are
+    :data:`ROWS_COLUMN` (``len(frame)``) and :data:`DIGEST_COLUMN` (:func:`records_digest` of the file
+    without it), in every row; :func:`check_csv` verifies both. Returns the frame as written, without
+    the digest (which covers every value, timings included)."""
+    if not count_rows:
+        with atomic_path(path, suffix=".csv") as tmp:
+            frame.to_csv(tmp, index=False)
+        return frame
+    frame = frame.drop(columns=[ROWS_COLUMN, DIGEST_COLUMN], errors="ignore").assign(**{ROWS_COLUMN: len(frame)})
     with atomic_path(path, suffix=".csv") as tmp:
-        frame.to_csv(tmp, index=False)
+        frame.assign(**{DIGEST_COLUMN: records_digest(_records(frame.to_csv(index=False)))}).to_csv(tmp, index=False)
     return frame
 
 
 def check_csv(path, min_rows: int = 0, expected_rows: int | None = None, fix: str = DELETE_FIX,
-              sep: str = ",") -> int:
-    """The number of data rows of a complete CSV file (fields separated by ``sep``); raises
+              sep: str = ",", expected_sha256: str | None = None) -> int:
+    """The number of data rows of a complete, unchanged CSV file (fields separated by ``sep``); raises
     :class:`DamagedFileError` otherwise.
 
     Complete means: the text ends with a line break (a file cut inside a row does not); every record
-    has the header's number of fields; with a :data:`ROWS_COLUMN` last column, every row holds the
-    number of rows the file has (a file cut at a row boundary lacks rows); at least ``min_rows`` rows;
-    and exactly ``expected_rows`` rows when given (a table's CSV mirror against its parquet twin). A
-    file without the column (written before it existed, or by another tool) gets every check but the
-    count, so one cut exactly at a row boundary passes.
+    has the header's number of fields; with a :data:`ROWS_COLUMN`, every row holds the number of rows
+    the file has (a file cut at a row boundary lacks rows); at least ``min_rows`` rows; and exactly
+    ``expected_rows`` rows when given (a table's CSV mirror against its parquet twin). Unchanged means:
+    with a :data:`DIGEST_COLUMN` last, every row holds the :func:`records_digest` of the records without
+    it (one changed digit fails); with ``expected_sha256``, the file's bytes have that SHA-256 (a
+    table's CSV mirror, whose twin records it). A file without the columns (written before they existed,
+    or by another tool) gets the checks it allows, so one cut exactly at a row boundary or with a
+    changed value passes.
     """
     try:
         raw = Path(path).read_bytes()
@@ -140,13 +165,14 @@ def check_csv(path, min_rows: int = 0, expected_rows: int | None = None, fix: st
         raise DamagedFileError(path, f"unreadable: {exc}", fix) from None
     if not raw.endswith(b"\n"):
         raise DamagedFileError(path, "empty file" if not raw else "it ends inside a row: the file was cut short", fix)
-    records = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))
+    records = _records(text, sep)
     header, body = records[0], records[1:]
     short = next((i for i, r in enumerate(body, 1) if len(r) != len(header)), None)
     if short is not None:
         raise DamagedFileError(path, f"row {short} has {len(body[short - 1])} fields, the header {len(header)}", fix)
-    if header and header[-1] == ROWS_COLUMN:
-        written = {r[-1] for r in body}
+    if ROWS_COLUMN in header:
+        column = header.index(ROWS_COLUMN)
+        written = {r[column] for r in body}
         if written and written != {str(len(body))}:
             raise DamagedFileError(path, f"it holds {len(body)} rows and was written with "
                                          f"{' or '.join(sorted(written))}", fix)
@@ -154,20 +180,30 @@ def check_csv(path, min_rows: int = 0, expected_rows: int | None = None, fix: st
         raise DamagedFileError(path, f"it holds {len(body)} rows, at least {min_rows} expected", fix)
     if expected_rows is not None and len(body) != expected_rows:
         raise DamagedFileError(path, f"it holds {len(body)} rows, {expected_rows} expected", fix)
+    if header and header[-1] == DIGEST_COLUMN:
+        recorded = {r[-1] for r in body}
+        if body and recorded != {records_digest([r[:-1] for r in records])}:
+            raise DamagedFileError(path, f"its contents do not match the SHA-256 in its {DIGEST_COLUMN} column: "
+                                         "a value was changed after it was written", fix)
+    if expected_sha256 is not None and hashlib.sha256(raw).hexdigest() != expected_sha256:
+        raise DamagedFileError(path, "its SHA-256 is not the one its parquet twin recorded when both were written",
+                               fix)
     return len(body)
 
 
 def read_csv(path, min_rows: int = 0, fix: str = DELETE_FIX, **kwargs) -> pd.DataFrame:
     """:func:`check_csv` (with ``kwargs``' ``sep``), then ``pandas.read_csv(path, **kwargs)`` without the
-    :data:`ROWS_COLUMN`."""
+    :data:`ROWS_COLUMN` and :data:`DIGEST_COLUMN`."""
     import pandas as pd  # imported on use: pandas costs ~0.2 s at start-up (the CLI imports this module)
 
     check_csv(path, min_rows=min_rows, fix=fix, sep=kwargs.get("sep", ","))
-    return pd.read_csv(path, **kwargs).drop(columns=[ROWS_COLUMN], errors="ignore")
+    return pd.read_csv(path, **kwargs).drop(columns=[ROWS_COLUMN, DIGEST_COLUMN], errors="ignore")
 
 
 #: the parquet footer key of :func:`frame_digest` (written by :func:`atomic_write_parquet`)
 DIGEST_KEY = b"dpnewton.frame_sha256"
+#: the parquet footer key of the SHA-256 of a table's CSV mirror (:func:`parquet_footer`)
+CSV_DIGEST_KEY = b"dpnewton.csv_sha256"
 
 
 def frame_digest(frame: pd.DataFrame) -> str:
@@ -183,16 +219,18 @@ def frame_digest(frame: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-def atomic_write_parquet(path, frame: pd.DataFrame, **options) -> None:
+def atomic_write_parquet(path, frame: pd.DataFrame, metadata: dict[bytes, bytes] | None = None,
+                         **options) -> None:
     """Write ``frame`` as parquet (no index), atomically, with a CRC per data page and the frame's
-    :func:`frame_digest` in the footer's metadata (:data:`DIGEST_KEY`); ``options`` go to
-    ``pyarrow.parquet.write_table`` (encodings, compression). The file is read back and verified
+    :func:`frame_digest` in the footer's metadata (:data:`DIGEST_KEY`), plus ``metadata``; ``options``
+    go to ``pyarrow.parquet.write_table`` (encodings, compression). The file is read back and verified
     (:func:`read_parquet`) before it takes its name, so every file written verifies."""
     import pyarrow as pa  # imported on use, as pandas
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), DIGEST_KEY: frame_digest(frame).encode()})
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **(metadata or {}),
+                                           DIGEST_KEY: frame_digest(frame).encode()})
     with atomic_path(path, suffix=".parquet") as tmp:
         pq.write_table(table, tmp, write_page_checksum=True, **options)
         read_parquet(tmp, fix="this is a bug of the writer: report it")
@@ -208,6 +246,16 @@ def check_parquet(path, fix: str = DELETE_FIX) -> int:
         return int(pq.read_metadata(path).num_rows)
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a damaged footer
         raise DamagedFileError(path, f"not a complete parquet file: {exc}", fix) from None
+
+
+def parquet_footer(path, key: bytes, fix: str = DELETE_FIX) -> str | None:
+    """The value of ``key`` in a parquet file's footer metadata (None when absent); a file without a
+    readable footer is a :class:`DamagedFileError` (:func:`check_parquet`)."""
+    import pyarrow.parquet as pq  # imported on use, as pandas
+
+    check_parquet(path, fix)
+    value = (pq.read_schema(path).metadata or {}).get(key)
+    return None if value is None else value.decode(errors="replace")
 
 
 def read_parquet(path, fix: str = DELETE_FIX, **kwargs) -> pd.DataFrame:
@@ -259,6 +307,27 @@ def check_npz(path, fix: str = DELETE_FIX) -> list[str]:
             return zf.namelist()
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise DamagedFileError(path, f"not a complete npz file: {exc}", fix) from None
+
+
+#: the field of a JSON object that holds the object's own digest (:func:`json_digest`)
+JSON_DIGEST_KEY = "json_sha256"
+
+
+def json_digest(obj: dict) -> str:
+    """SHA-256 of a JSON object's canonical text (sorted keys, no spaces, NaN as null) without its
+    :data:`JSON_DIGEST_KEY` field: written into the object, it lets a reader tell a changed value."""
+    body = {k: v for k, v in obj.items() if k != JSON_DIGEST_KEY}
+    return hashlib.sha256(to_json(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def check_json_digest(path, obj: dict, fix: str = DELETE_FIX) -> dict:
+    """``obj`` (read from ``path``) if it matches the :func:`json_digest` it records (an object without
+    one, written before it existed, is returned as it is); :class:`DamagedFileError` otherwise."""
+    recorded = obj.get(JSON_DIGEST_KEY)
+    if recorded is not None and recorded != json_digest(obj):
+        raise DamagedFileError(path, f"its contents do not match the SHA-256 in its {JSON_DIGEST_KEY} field: a value "
+                                     "was changed after it was written", fix)
+    return obj
 
 
 def read_json(path, fix: str = DELETE_FIX):

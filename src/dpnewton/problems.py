@@ -6,7 +6,8 @@ unchanged. With a holdout (:mod:`dpnewton.holdout`) the problem and its optimum 
 training split, cached as ``<stem>.holdout~F.optimum.npz`` (+ JSON recording F). All writes are
 atomic (temporary file + rename).
 
-The cache is verified on every read (:func:`read_optimum`): the JSON must parse, the npz must have
+The cache is verified on every read (:func:`read_optimum`): the JSON must parse and match the digest
+it records of itself (``json_sha256``, :func:`dpnewton.io.json_digest`), the npz must have
 the SHA-256 the JSON recorded when both were written (``npz_sha256``; a cache written before that
 field existed must at least be a complete zip), and w* and loss* must agree with the JSON's ``d``
 and ``loss_opt``. A damaged cache raises :class:`dpnewton.io.DamagedFileError` naming the file and
@@ -31,7 +32,8 @@ import numpy as np
 from .algorithms.optimum import find_optimum
 from .data import load_prepared, prepare
 from .holdout import heldout_metrics, holdout_fraction, holdout_label, split_problems
-from .io import DamagedFileError, atomic_write_json, atomic_write_npz, check_npz, file_sha256, read_json
+from .io import (JSON_DIGEST_KEY, DamagedFileError, atomic_write_json, atomic_write_npz, check_json_digest, check_npz,
+                 file_sha256, json_digest, read_json)
 from .loss import LogisticProblem, check_precision
 
 
@@ -76,6 +78,7 @@ def compute_optimum(prepared: Path, out_npz: Path | None = None, out_json: Path 
     try:
         atomic_write_npz(out_npz, w=opt.w, loss=np.array(opt.loss))
         summary["npz_sha256"] = file_sha256(out_npz)  # what read_optimum checks the npz against
+        summary[JSON_DIGEST_KEY] = json_digest(summary)   # and the summary against
         atomic_write_json(out_json, summary)
     except OSError as exc:
         raise ValueError(f"cannot write the optimum cache {out_npz} ({exc.strerror or exc}); "
@@ -136,6 +139,7 @@ def check_optimum(npz: Path, js: Path) -> dict:
     meta = read_json(js, fix)
     if not isinstance(meta, dict):
         raise DamagedFileError(js, "not an optimum summary (a JSON object)", fix)
+    check_json_digest(js, meta, fix)
     recorded = meta.get("npz_sha256")
     if recorded is None:
         check_npz(npz, fix)

@@ -16,7 +16,8 @@ All cases run in a pool of 3 concurrent Snakemake processes (module fixture) to 
 low; each test then checks its own case, and each config case's message is also checked in process
 (``load_config``). Measured on the shared 2-core machine at load 2-5: 32 Snakemake cases (24 config,
 8 data) and 24 in-process ones, 1 min 50 s wall, about 105 CPU-s (each Snakemake case is one start-up
-+ DAG build, plus one prepare_data job for the data cases).
++ DAG build, plus one prepare_data job for the data cases); the 12 config cases of values a job would
+fail on (refused by ``dpnewton.pipeline.config_checks``) bring it to 44 Snakemake cases.
 """
 
 from __future__ import annotations
@@ -145,6 +146,50 @@ CONFIG_CASES = {
                               "config key algorithms.dp-gd.gird: unknown key ('gird' was unexpected; did you mean "
                               "grid?); algorithms.dp-gd takes algorithm, epsilons, grid, hyper, iterations, "
                               "max_iterations, max_iterations_by_epsilon: rename or remove it"),
+    # values the schema accepts and a job would fail on: refused at load by dpnewton.pipeline.config_checks
+    "hyper_misspelled": (_with("algorithms.dp-gd", {"grid": "g", "hyper": {"stpe": 16}}),
+        'config key algorithms.dp-gd.hyper: {"stpe": 16} is not a configuration of dp-gd (unknown '
+        "hyper-parameter(s) ['stpe']; allowed: ['average', 'reset', 'step']); correct it "
+        '(docs/algorithms.md lists the hyper-parameters)'),
+    "hyper_out_of_range": (_with("algorithms.dp-gd", {"grid": "g", "hyper": {"step": -1}}),
+        'config key algorithms.dp-gd.hyper: {"step": -1} is not a configuration of dp-gd (step=-1 must be '
+        '> 0); correct it (docs/algorithms.md lists the hyper-parameters)'),
+    "hyper_wrong_type": (_with("algorithms.dp-gd", {"grid": "g", "hyper": {"step": "big"}}),
+        'config key algorithms.dp-gd.hyper: {"step": "big"} is not a configuration of dp-gd (a value of '
+        "the wrong type: '>' not supported between instances of 'str' and 'int'); correct it "
+        '(docs/algorithms.md lists the hyper-parameters)'),
+    "hyper_average": (_with("algorithms.hess-clip", {"grid": "g", "hyper": {"average": "last"}}),
+        'config key algorithms.hess-clip.hyper: {"average": "last"} is not a configuration of hess-clip '
+        "(average='last' is unknown; choose one of none, uniform, tail); correct it (docs/algorithms.md "
+        'lists the hyper-parameters)'),
+    "dataset_option_unknown": (_with("datasets.synthetic.options", {"n": 200, "d": 4, "rows": 5}),
+        "config key datasets.synthetic.options: dataset 'synthetic' does not take option 'rows'; allowed: "
+        'allow_download, d, force, n, seed, verify_checksum; correct or remove it'),
+    "dataset_option_range": (_with("datasets.synthetic.options", {"n": -5, "d": 4}),
+        "config key datasets.synthetic.options: dataset 'synthetic': option n must be an integer >= 1, got "
+        '-5; correct or remove it'),
+    "epsilon_unrepresentable": (_cfg(epsilons=[1, 1e308]),
+        "config key epsilons: epsilon 1e+308 is too large to account at delta=n^-2 = 2.5e-05 on synthetic, "
+        "conversion bs16: its rho = 1.24e+305 has no CKS epsilon, which the runs record as epsilon_spent_cks "
+        "(ValueError: f(a) and f(b) must have different signs); use a smaller epsilon (the paper's grid ends at 10)"),
+    "epsilon_below_conversion": (_cfg(epsilons=[1e-300]),
+        'config key epsilons: epsilon 1e-300 has no budget rho at delta=n^-2 = 2.5e-05 on synthetic, '
+        "conversion bs16: epsilon=1e-300, delta=2.5e-05, conversion='bs16': epsilon is below 1.98944e-10 = "
+        'delta^2/pi, the smallest epsilon bs16 represents at this delta (BS16 Lemma 3.6 bottoms out at rho '
+        "= delta^2/pi); use epsilon >= 2.01e-10, a smaller delta, or conversion 'cks' or 'gdp'"),
+    "delta_above_one_over_n": (_cfg(delta=0.5),
+        'config key delta: on dataset synthetic, delta=0.5 is at least 1/n = 0.005 for n=200 rows: it '
+        'allows releasing a row in the clear; pass a delta well below 1/n (e.g. 1e-5, or 1/N^2 for a '
+        'public bound N on the row count)'),
+    "holdout_empties_a_split": (_cfg(holdout=0.999),
+        "config key holdout: holdout=0.999 of the 200 rows of 'synthetic' gives 200 test rows; both splits "
+        'need at least one row; use a fraction that leaves rows in both splits'),
+    "aop_grid": (_with("algorithms.aop", {"grid": "g"}),
+        'config key algorithms.aop: aop is not iterative (its runs ignore T), so its T grid [2, 3] must be '
+        '[1]; set iterations: [1]'),
+    "seed_too_large": (_cfg(seeds=[2**70]),
+        'config key seeds: 1180591620717411303424 is above 2**63 - 1, the largest seed the run rows store; '
+        'use smaller seeds'),
 }
 
 # name -> (CSV text, regex of the data module's message)

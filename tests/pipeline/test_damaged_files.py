@@ -1,8 +1,10 @@
 """Damaged intermediate files are detected on read and never aggregated or trusted silently.
 
 Each result, optimum and checkpoint file carries what its reader needs (``dpnewton.io``): the run,
-track and timing CSVs a ``file_rows`` column and a final line break, parquet files their footer and
-page CRCs, the optimum's JSON the SHA-256 of its npz, a checkpoint the SHA-256 of its unit. Unit
+track and timing CSVs ``file_rows`` and ``file_sha256`` columns and a final line break, parquet files
+their footer, page CRCs and frame digest, a table's CSV mirror its SHA-256 in its twin's footer, the
+optimum's and a prepared file's JSON the SHA-256 of their npz and of themselves, a checkpoint the
+SHA-256 of its unit. Unit
 tests cut and change real files at every position and check the exact error (file, problem, fix);
 the slow workflow tests damage a finished run's optimum and one of its run files, and check that
 Snakemake stops before any job with the one-line message, that nothing under ``results/`` was
@@ -33,6 +35,7 @@ import pytest
 
 from dpnewton import io
 from dpnewton.data import prepare
+from dpnewton.data.prepare import check_prepared_file, prepared_fix
 from dpnewton.pipeline import aggregate as agg
 from dpnewton.pipeline import jobs, resources, tables, timing, tracks
 from dpnewton.pipeline.claims.bundle import write_bundle
@@ -94,9 +97,96 @@ def test_a_run_file_that_lost_two_rows_is_not_aggregated(job, tmp_path):
     assert len(runs) == 16 and io.ROWS_COLUMN not in runs and runs["seed"].nunique() == 2
 
 
+def _changed(rows: Path, dst: Path, column: str, row: int, value: str) -> Path:
+    """``rows`` with one field (data row ``row``, 1-based, of ``column``) replaced by ``value``, textually."""
+    lines = rows.read_text().splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    fields = lines[row].rstrip("\n").split(",")
+    assert len(fields) == len(header)  # no quoted commas in these rows
+    fields[header.index(column)] = value
+    lines[row] = ",".join(fields) + "\n"
+    dst.write_text("".join(lines))
+    return dst
+
+
+def test_one_changed_digit_in_a_run_file_is_not_aggregated(job, tmp_path):
+    """The reported case: one digit of one excess loss changed moved the summary mean by +4.5 in silence."""
+    rows = job / "seeds~0-1.csv"
+    header, first = (line.split(",") for line in rows.read_text().splitlines()[:2])
+    value = first[header.index("excess_loss")]
+    assert value.startswith("0.")
+    bad = _changed(rows, tmp_path / "seeds~0-1.csv", "excess_loss", 1, "5" + value[1:])  # +5 on one run
+    mean = agg.summarize(agg.load_rows([rows]).assign(excess_loss=lambda f: f["excess_loss"].where(
+        f.index != 0, float("5" + value[1:]))))["excess_loss_mean"]
+    assert (mean - agg.summarize(agg.load_rows([rows]))["excess_loss_mean"]).max() == pytest.approx(2.5)
+    assert io.check_csv(rows, min_rows=1) == 16
+    with pytest.raises(io.DamagedFileError) as err:
+        agg.load_rows([rows, bad])
+    assert str(err.value) == (f"{bad} is damaged (its contents do not match the SHA-256 in its file_sha256 column: a "
+                              f"value was changed after it was written): delete it and run `snakemake {bad}` (the "
+                              f"target before your other options): {RUN_FIX}")
+    # the start check of the workflow (io.check_csv) reports it the same way, so nothing is deleted
+    with pytest.raises(io.DamagedFileError, match="do not match the SHA-256"):
+        io.check_csv(bad, min_rows=1)
+
+
+def test_a_non_numeric_value_in_a_run_file_is_named(job, tmp_path):
+    """The digest catches it; a file without one (or with a digest recomputed by hand) is caught by
+    the column check, which names the column and the row."""
+    rows = job / "seeds~0-1.csv"
+    bad = _changed(rows, tmp_path / "bad.csv", "runtime_s", 3, "fast")
+    with pytest.raises(io.DamagedFileError, match="do not match the SHA-256"):
+        agg.load_rows([bad])
+    frame = pd.read_csv(bad).drop(columns=[io.DIGEST_COLUMN])
+    frame.to_csv(bad, index=False)
+    with pytest.raises(io.DamagedFileError) as err:
+        agg.load_rows([bad])
+    assert str(err.value).startswith(f"{bad} is damaged (row 3 has 'fast' in column runtime_s, which takes numbers)")
+
+
+def test_a_changed_table_csv_fails_against_its_parquet_twin(tmp_path):
+    frame = pd.DataFrame({"a": range(5), "b": [0.5, 1.5, 2.5, 3.5, 4.5]})
+    agg.write_frame(frame, tmp_path / "t.parquet", tmp_path / "t.csv")
+    assert agg.check_table_csv(tmp_path / "t.csv", tmp_path / "t.parquet") == 5
+    (tmp_path / "t.csv").write_text((tmp_path / "t.csv").read_text().replace("2.5", "7.5"))
+    with pytest.raises(io.DamagedFileError, match=r"t\.csv is damaged \(its SHA-256 is not the one its parquet twin "
+                                                  r"recorded"):
+        agg.check_table_csv(tmp_path / "t.csv", tmp_path / "t.parquet")
+
+
+def test_flipped_bytes_inside_a_prepared_file_fail_the_start_check(prepared, tmp_path):
+    """The reported case: bytes flipped inside X (zip directory intact) passed the start check, and rule
+    optimum, rerun for the newer input, deleted the cached optimum before it failed."""
+    npz = tmp_path / "synthetic.npz"
+    shutil.copy(prepared, npz)
+    shutil.copy(prepared.with_suffix(".json"), tmp_path / "synthetic.json")
+    assert check_prepared_file(npz)["npz_sha256"] == io.file_sha256(npz)
+    raw = bytearray(npz.read_bytes())
+    raw[len(raw) // 3] ^= 0xFF  # inside the array data, far from the zip directory at the end
+    npz.write_bytes(raw)
+    assert io.check_npz(npz)  # the old start check: the zip directory is intact
+    with pytest.raises(io.DamagedFileError) as err:
+        check_prepared_file(npz)
+    assert str(err.value) == (f"{npz} is damaged (its SHA-256 is not the one recorded in synthetic.json when both "
+                              f"were written): {prepared_fix(npz)}")
+    # a sidecar from before npz_sha256 (and json_sha256): the members' zip CRCs catch the same flip
+    meta = json.loads((tmp_path / "synthetic.json").read_text())
+    del meta["npz_sha256"], meta[io.JSON_DIGEST_KEY]
+    (tmp_path / "synthetic.json").write_text(json.dumps(meta))
+    with pytest.raises(io.DamagedFileError, match=r"synthetic\.npz is damaged \(its member X\.npy fails its CRC\)"):
+        check_prepared_file(npz)
+
+
+def test_a_prepared_file_is_byte_reproducible(tmp_path):
+    a = prepare("synthetic", cache_dir=tmp_path, out=tmp_path / "a.npz", n=50, d=3, seed=2)
+    b = prepare("synthetic", cache_dir=tmp_path, out=tmp_path / "b.npz", n=50, d=3, seed=2)
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    assert a.meta["npz_sha256"] == b.meta["npz_sha256"] == io.file_sha256(tmp_path / "a.npz")
+
+
 def test_a_file_without_the_row_count_is_checked_by_its_seeds(job, tmp_path):
     """Rows written before files carried their count: every seed must have the job's T grid."""
-    frame = pd.read_csv(job / "seeds~0-1.csv").drop(columns=io.ROWS_COLUMN)
+    frame = pd.read_csv(job / "seeds~0-1.csv").drop(columns=[io.ROWS_COLUMN, io.DIGEST_COLUMN])
     legacy = tmp_path / "legacy.csv"
     frame.iloc[:14].to_csv(legacy, index=False)
     with pytest.raises(io.DamagedFileError, match=r"legacy\.csv is damaged \(the seeds of dp-gd bs16 epsilon 1 have "
@@ -296,7 +386,7 @@ def test_a_truncated_optimum_is_an_error_not_a_bad_zip(prepared, tmp_path):
 def test_an_optimum_cache_from_before_the_checksum_is_still_read_and_checked(prepared, tmp_path):
     copy, npz, js = _fresh_cache(prepared, tmp_path)
     meta = json.loads(js.read_text())
-    del meta["npz_sha256"]
+    del meta["npz_sha256"], meta[io.JSON_DIGEST_KEY]   # written before either existed
     js.write_text(json.dumps(meta))
     with np.load(npz) as f:
         w, loss = f["w"], f["loss"]
@@ -412,3 +502,55 @@ def test_a_damaged_run_file_stops_the_workflow_and_its_fix_restores_the_tables(t
     final = _snakemake(workdir)  # the new rows are newer: rule aggregate remakes the tables
     assert final.returncode == 0 and _ran(final.stdout + final.stderr) == {"aggregate": 1}, final.stderr[-3000:]
     assert table_differences(reference_run(tmp_path_factory), workdir) == []
+
+
+def _flip_inside(path: Path) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 3] ^= 0xFF
+    path.write_bytes(raw)
+
+
+RUNS = "results/runs/synthetic/dp-gd/bs16/eps~1/seeds~0-1.csv"
+#: the reported cases: (file, how it is damaged, the start check's problem)
+CHANGES = {
+    "digit": (RUNS, lambda p: _changed(p, p, "excess_loss", 1, "5" + p.read_text().splitlines()[1].split(",")[
+        p.read_text().splitlines()[0].split(",").index("excess_loss")][1:]),
+        "its contents do not match the SHA-256 in its file_sha256 column: a value was changed after it was written"),
+    "not_a_number": (RUNS, lambda p: _changed(p, p, "runtime_s", 2, "fast"),
+                     "its contents do not match the SHA-256 in its file_sha256 column: a value was changed after it "
+                     "was written"),
+    "prepared_flip": ("results/data/synthetic.npz", _flip_inside,
+                      "its SHA-256 is not the one recorded in synthetic.json when both were written"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CHANGES))
+def test_a_changed_file_stops_the_workflow_and_deletes_nothing(tmp_path_factory, case):
+    """One changed digit, a word in a number column (it made rule aggregate delete its 23 tables before
+    it failed) and bytes flipped inside a prepared file (rule optimum deleted the cached optimum): the
+    start check names the file and the fix, and nothing is run or deleted."""
+    relpath, damage, problem = CHANGES[case]
+    workdir = tmp_path_factory.mktemp(f"changed_{case}")
+    shutil.copytree(reference_run(tmp_path_factory), workdir, symlinks=True, dirs_exist_ok=True)
+    damage(workdir / relpath)
+    damaged = _state(workdir)
+    fix = (prepared_fix(Path(relpath)) if relpath.endswith(".npz") else f"delete it and run `snakemake {relpath}` "
+           "(the target before your other options): rule run_job recomputes it")
+    _stopped_with(_snakemake(workdir), f"{relpath} is damaged ({problem}): {fix}")
+    assert _state(workdir) == damaged
+
+
+def test_a_changed_value_in_an_optimum_or_prepared_sidecar_is_an_error(prepared, tmp_path):
+    """The JSON files carry their own digest: a held-out metric or a label count changed by hand is damage."""
+    copy, npz, js = _fresh_cache(prepared, tmp_path)
+    meta = json.loads(js.read_text())
+    js.write_text(json.dumps({**meta, "n": meta["n"] + 1}))
+    with pytest.raises(io.DamagedFileError, match=r"synthetic\.optimum\.json is damaged \(its contents do not match "
+                                                  r"the SHA-256 in its json_sha256 field"):
+        load_problem_from_prepared(copy)
+    side = copy.with_suffix(".json")
+    meta = json.loads(side.read_text())
+    side.write_text(json.dumps({**meta, "label_counts": {"-1": 1, "+1": 2}}))
+    with pytest.raises(io.DamagedFileError, match=r"synthetic\.json is damaged \(its contents do not match"):
+        check_prepared_file(copy)

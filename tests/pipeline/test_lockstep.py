@@ -166,7 +166,7 @@ def test_job_grouping_algorithm_gives_one_job_per_dataset_algorithm_and_chunk():
            "grids": {"g": [1, 2]}, "job_grouping": "algorithm",
            "algorithms": {"dp-gd": {"grid": "g"}, "hess-clip": {"grid": "g"},
                           "hess-clip-gf0.5": {"algorithm": "hess-clip", "grid": "g", "hyper": {"grad_frac": 0.5}},
-                          "aop": {"grid": "g", "epsilons": [1]}},
+                          "aop": {"iterations": [1], "epsilons": [1]}},
            "conversion_study": {"algorithm": "hess-clip", "conversions": ["gdp"]}}
     plan = expand(load_config(cfg), check_data=False)
     assert sorted(j.key for j in plan.jobs) == [("synthetic", a, "bs16", e, "0-1")

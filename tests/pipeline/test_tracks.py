@@ -19,6 +19,7 @@ import pytest
 
 from dpnewton.data import prepare
 from dpnewton.experiment import resolve_budget, run_algorithm
+from dpnewton.io import DIGEST_COLUMN
 from dpnewton.pipeline import config as pipecfg
 from dpnewton.pipeline import tracks
 from dpnewton.pipeline.jobs import HOST_COLUMNS, LEDGER_COLUMNS, ledger_path
@@ -86,14 +87,17 @@ def test_the_workflow_rules_name_the_packages_tracks_and_tables():
     assert ledger == str(ledger_path(rows))
 
 
-def _config(tracks_entry, **extra) -> dict:
+def _config(tracks_entry, check: bool = True, **extra) -> dict:
     cfg = {"datasets": {"synthetic": {"options": {"n": 300, "d": 4, "seed": 0}}}, "epsilons": [0.1, 1, 10],
            "seeds": 2, "algorithms": {"dp-gd": {"iterations": [10]},
                                       "dp-gd-s8": {"algorithm": "dp-gd", "iterations": [10], "hyper": {"step": 8.0}},
                                       "hess-clip": {"iterations": [2]}}, **extra}
     if tracks_entry is not None:
         cfg["tracks"] = tracks_entry
-    pipecfg.load_config(cfg)
+    if check:
+        pipecfg.load_config(cfg)
+    else:   # the schema's defaults without the load-time checks (dpnewton.pipeline.config_checks)
+        pipecfg.fill_defaults(cfg)
     return cfg
 
 
@@ -126,9 +130,11 @@ def test_expand_tracks_from_a_config(tmp_path):
     ({"fixed": {"methods": {"m": {"variant": "nope", "iterations": 2}}}}, "not a key of algorithms"),
 ])
 def test_expand_tracks_rejects_bad_methods(tmp_path, entry, message):
-    cfg = _config(entry)
+    cfg = _config(entry, check=False)
     with pytest.raises(ValueError, match=message):
         tracks.expand_tracks(cfg, pipecfg.expand(cfg, base_dir=tmp_path))
+    with pytest.raises(ValueError, match=message):  # and at load time, before any job
+        _config(entry)
 
 
 def test_precision_enters_the_track_specs_only_when_float32(tmp_path):
@@ -176,9 +182,9 @@ def test_selection_rows_replay_private_select(prepared, tmp_path):
         assert r["selected_iterations"] == res.config[0] and r["private_score"] == pytest.approx(res.score)
         assert r["secret_realised_k"] == res.record.realised_k >= 1
         assert r["secret_candidate_iterations"] == sum(c["iterations"] for c in res.record.candidates)
-    # the written CSV is the returned frame
-    pd.testing.assert_frame_equal(_strip(pd.read_csv(tmp_path / "sel.csv", dtype={"eps_label": str})), _strip(rows),
-                                  check_dtype=False)
+    # the written CSV is the returned frame, and its content digest
+    written = pd.read_csv(tmp_path / "sel.csv", dtype={"eps_label": str})
+    pd.testing.assert_frame_equal(_strip(written.drop(columns=DIGEST_COLUMN)), _strip(rows), check_dtype=False)
 
 
 def _per_run(ledger: pd.DataFrame) -> pd.DataFrame:

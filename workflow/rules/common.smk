@@ -94,10 +94,10 @@ def plan():
 
 def check_results():
     """Stop before the first job if a result file the workflow reads is damaged (dpnewton.io: a cut
-    CSV or parquet, an npz without its zip directory, an optimum whose npz is not the one its JSON
-    recorded). Snakemake reruns every job whose input is newer than its outputs (a damaged file is
-    newer, and its checksum differs) and deletes those outputs before running the job, which then
-    fails on the damaged input; stopping here deletes nothing. Run by onstart, in the main process."""
+    or changed CSV or parquet, a prepared file or optimum whose npz is not the one its JSON recorded).
+    Snakemake reruns every job whose input is newer than its outputs (a damaged file is newer,
+    and its checksum differs) and deletes those outputs before running the job, which then fails on the
+    damaged input; stopping here deletes nothing. Run by onstart, in the main process."""
     if not workflow.is_main_process:
         return
     io = dpnewton("io")
@@ -110,26 +110,27 @@ def result_checks():
     """(path, check) of every file of the plan that a rule reads (prepared data, optima, run and
     track rows, curves, timings) and of the tables that figures and reports read."""
     io, agg = dpnewton("io"), dpnewton("pipeline.aggregate")
-    problems, tracks = dpnewton("problems"), dpnewton("pipeline.tracks")
+    problems, tracks, prepare = dpnewton("problems"), dpnewton("pipeline.tracks"), dpnewton("data.prepare")
     timing = dpnewton("pipeline.timing")
     checks = []
     for ds in datasets():
         npz, js = Path(f"results/data/{ds}.npz"), Path(f"results/data/{ds}.json")
-        fix = f"delete {npz} and {js}, then run `snakemake {npz}`: rule prepare_data recomputes them"
-        fix += ", and the jobs made from them rerun"
-        checks += [(npz, lambda p, fix=fix: io.check_npz(p, fix)), (js, lambda p, fix=fix: io.read_json(p, fix))]
+        # both files, or none (prepare_data makes the pair): the npz against the SHA-256 its sidecar recorded
+        checks.append((npz, lambda p, js=js: js.exists() and prepare.check_prepared_file(p)))
+        checks.append((js, lambda p, npz=npz: npz.exists() or io.read_json(p, prepare.prepared_fix(npz))))
         opt_npz, opt_json = Path(OPTIMUM_NPZ.format(dataset=ds)), Path(OPTIMUM_JSON.format(dataset=ds))
         # both files, or none: one missing file is not damage (rule optimum makes the pair)
         checks.append((opt_npz, lambda p, js=opt_json: js.exists() and problems.check_optimum(p, js)))
     checks += [(p, lambda p: io.check_csv(p, min_rows=1, fix=agg.RUN_FIX)) for p in all_job_rows()]
-    checks += [(p, lambda p: io.check_parquet(p, fix=agg.RUN_FIX)) for p in all_job_curves()]
+    checks += [(p, lambda p: io.read_parquet(p, fix=agg.RUN_FIX)) for p in all_job_curves()]
     checks += [(p, lambda p: io.check_csv(p, min_rows=1, fix=tracks.ROWS_FIX)) for p in all_track_rows()]
     checks += [(p, lambda p: io.check_csv(p, min_rows=1, fix=timing.TIMING_FIX)) for p in all_timings()]
     return checks + table_checks()
 
 
 def table_checks():
-    """(path, check) of the tables: every parquet file's footer, and each CSV mirror against it."""
+    """(path, check) of the tables: every parquet file read verified (page CRCs, frame digest), and each
+    CSV mirror against its twin (row count, SHA-256)."""
     io, agg = dpnewton("io"), dpnewton("pipeline.aggregate")
     names = {"aggregate": TABLES + ["floor", "frontier"], "tracks_table": ["private_selection", "fixed_rule"]}
     checks = []
@@ -138,11 +139,11 @@ def table_checks():
         for t in tables:
             pq, csv = f"results/tables/{t}.parquet", f"results/tables/{t}.csv"
             checks += [
-                (pq, lambda p, fix=fix: io.check_parquet(p, fix)),
+                (pq, lambda p, fix=fix: io.read_parquet(p, fix)),
                 (csv, lambda p, pq=pq, fix=fix: agg.check_table_csv(p, pq, fix) if Path(pq).exists() else None),
             ]
     fix = "delete it and run `snakemake {path}`: rule aggregate recomputes it"
-    return checks + [("results/tables/best_curves.parquet", lambda p: io.check_parquet(p, fix))]
+    return checks + [("results/tables/best_curves.parquet", lambda p: io.read_parquet(p, fix))]
 
 
 def conf():

@@ -1,4 +1,11 @@
-"""prepare(): resolve sources, build, validate, write .npz + JSON sidecar, reuse cache."""
+"""prepare(): resolve sources, build, validate, write .npz + JSON sidecar, reuse cache.
+
+The sidecar records the SHA-256 of the arrays (``x_sha256``, ``y_sha256``: :func:`load_prepared`
+checks them), of the npz file itself (``npz_sha256``: :func:`check_prepared_file`, the workflow's
+start check, compares it without loading the arrays) and of the sidecar's own fields (``json_sha256``,
+:func:`dpnewton.io.json_digest`). The npz is byte-reproducible
+(:func:`dpnewton.io.atomic_write_npz`), so a rebuild from the same sources gives the same file.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..io import atomic_path
+from ..io import (JSON_DIGEST_KEY, DamagedFileError, atomic_path, atomic_write_npz, check_json_digest, check_npz,
+                  file_sha256, json_digest, read_json)
 from .errors import DatasetError
 from .loaders import Context
 from .registry import COMMON_OPTIONS, get_spec
@@ -85,6 +93,33 @@ def _split_options(spec, options: dict) -> tuple[dict, dict]:
     except TypeError as exc:
         raise DatasetError(f"dataset {spec.name!r}: option values must be plain JSON values ({exc})") from None
     return opts, common
+
+
+def check_options(name: str, options: dict) -> None:
+    """The checks of a dataset's options that need no data, as :func:`prepare` would meet them: every
+    name is one of the dataset's options or :data:`~.registry.COMMON_OPTIONS`, every value is a plain
+    JSON value of its default's type (a default of None takes any value; an integer default takes
+    integers, of its default's sign: a positive default takes integers >= 1, 0 takes integers >= 0).
+    Raises :class:`DatasetError` naming the option."""
+    spec = get_spec(name)
+    _split_options(spec, options)
+    defaults = {**COMMON_OPTIONS, **spec.options}
+    for key, value in options.items():
+        default = defaults[key]
+        if default is None:
+            continue
+        if isinstance(default, bool):
+            ok, takes = isinstance(value, bool), "true or false"
+        elif isinstance(default, int):
+            low = 1 if default > 0 else 0 if default == 0 else None
+            ok = isinstance(value, int) and not isinstance(value, bool) and (low is None or value >= low)
+            takes = "an integer" + ("" if low is None else f" >= {low}")
+        elif isinstance(default, float):
+            ok, takes = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        else:
+            ok, takes = isinstance(value, type(default)), f"a {type(default).__name__}"
+        if not ok:
+            raise DatasetError(f"dataset {name!r}: option {key} must be {takes}, got {value!r}")
 
 
 def _atomic_write(target: Path, write) -> None:
@@ -167,9 +202,10 @@ def prepare(name: str, data_dir=None, out=None, cache_dir="resources/data", **op
         **built.meta,
     }
     try:
-        _atomic_write(out_path, lambda fh: np.savez(
-            fh, X=X, y=y, name=np.array(name), preprocessing=np.array(built.prep_version),
-            cache_key=np.array(cache_key)))
+        atomic_write_npz(out_path, X=X, y=y, name=np.array(name), preprocessing=np.array(built.prep_version),
+                         cache_key=np.array(cache_key))
+        meta["npz_sha256"] = file_sha256(out_path)
+        meta[JSON_DIGEST_KEY] = json_digest(meta)
         _atomic_write(side, lambda fh: fh.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode()))
     except OSError as exc:
         raise DatasetError(f"cannot write {out_path} / {side}: {exc}; "
@@ -194,6 +230,10 @@ def load_prepared(path) -> PreparedDataset:
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
         raise DatasetError(f"{p}: unreadable prepared dataset ({type(exc).__name__}: {exc}); "
                            "delete it and run prepare again") from None
+    try:
+        check_json_digest(side, meta)
+    except DamagedFileError as exc:
+        raise DatasetError(f"{side}: {exc.problem}; delete it and run prepare again") from None
     if meta.get("cache_key") != key or meta.get("name") != name:
         raise DatasetError(f"{p} and {side} do not belong together (different build); run prepare again")
     if X.dtype != np.float64 or y.dtype != np.float64 or X.ndim != 2 or y.shape != (X.shape[0],):
@@ -201,3 +241,39 @@ def load_prepared(path) -> PreparedDataset:
     if meta.get("x_sha256") != _array_sha256(X) or meta.get("y_sha256") != _array_sha256(y):
         raise DatasetError(f"{p}: array contents do not match the sidecar hashes; delete it and run prepare again")
     return PreparedDataset(name, X, y, meta, p)
+
+
+def prepared_fix(path) -> str:
+    """The fix of a damaged prepared file: delete it and its sidecar and prepare it again."""
+    p = Path(path)
+    return (f"delete {p} and {sidecar_path(p)}, then run `snakemake {p}` (the target before your other options): "
+            f"rule prepare_data recomputes both, and the jobs made from them rerun (outside the workflow: "
+            f"`dpnewton prepare NAME --out {p}`)")
+
+
+def check_prepared_file(path, fix: str | None = None) -> dict:
+    """The sidecar of an undamaged prepared file, without loading its arrays: the sidecar parses and the
+    npz has the SHA-256 it recorded (``npz_sha256``), or, for a sidecar written before that field, every
+    member of the npz passes its zip CRC (a flipped byte inside X fails). Raises
+    :class:`dpnewton.io.DamagedFileError` naming the damaged file and ``fix`` (:func:`prepared_fix`)."""
+    p = Path(path)
+    fix = fix or prepared_fix(p)
+    meta = read_json(sidecar_path(p), fix)
+    if not isinstance(meta, dict):
+        raise DamagedFileError(sidecar_path(p), "not a prepared dataset's sidecar (a JSON object)", fix)
+    check_json_digest(sidecar_path(p), meta, fix)
+    recorded = meta.get("npz_sha256")
+    if recorded is not None:
+        if file_sha256(p) != recorded:
+            raise DamagedFileError(p, f"its SHA-256 is not the one recorded in {sidecar_path(p).name} when both "
+                                      "were written", fix)
+        return meta
+    check_npz(p, fix)
+    try:
+        with zipfile.ZipFile(p) as zf:
+            bad = zf.testzip()
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise DamagedFileError(p, f"unreadable npz ({type(exc).__name__}: {exc})", fix) from None
+    if bad is not None:
+        raise DamagedFileError(p, f"its member {bad} fails its CRC", fix)
+    return meta

@@ -25,6 +25,7 @@ All functions take and return pandas frames so they can be unit-tested on hand-m
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -33,8 +34,8 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms import ALGORITHMS
-from ..io import (DELETE_FIX, DamagedFileError, atomic_write_csv, atomic_write_parquet, check_csv, check_parquet,
-                  read_csv, read_parquet)
+from ..io import (CSV_DIGEST_KEY, DELETE_FIX, DamagedFileError, atomic_path, atomic_write_parquet, check_csv,
+                  check_parquet, parquet_footer, read_csv, read_parquet)
 from . import frontier as fr
 from .selection import best_t as best_mean_t
 from .timing import runtime_column
@@ -62,16 +63,36 @@ TEXT_COLUMNS = ["dataset", "algorithm", "conversion", "eps_label", "nonprivate",
 RUN_FIX = "delete it and run `snakemake {path}` (the target before your other options): rule run_job recomputes it"
 
 
+#: numeric columns of the job CSVs that the tables are computed from (a value that is not a number is damage)
+NUMBER_COLUMNS = ["epsilon", "delta", "rho", "seed", "iterations", "excess_loss", "runtime_s", "resets", "n", "d",
+                  "loss_opt", "ledger_rho_total", "accountant_epsilon"] + METRICS
+
+
 def read_rows(path) -> pd.DataFrame:
-    """A run job's rows, verified: :func:`dpnewton.io.check_csv` (complete, its row count, at least
-    one row) and :func:`check_job_rows` (every seed of the file has the same T values). A damaged
-    file raises :class:`dpnewton.io.DamagedFileError` naming it and the fix; it is never aggregated."""
+    """A run job's rows, verified: :func:`dpnewton.io.check_csv` (complete, its row count and content
+    digest, at least one row), :func:`check_numbers` and :func:`check_job_rows` (every seed of the file
+    has the same T values). A damaged file raises :class:`dpnewton.io.DamagedFileError` naming it and
+    the fix; it is never aggregated."""
     frame = read_csv(path, min_rows=1, fix=RUN_FIX, dtype={c: str for c in TEXT_COLUMNS})
+    check_numbers(frame, path)
     check_job_rows(frame, path)
     for c in TEXT_COLUMNS:
         if c in frame:
             frame[c] = frame[c].fillna("")
     return frame
+
+
+def check_numbers(frame: pd.DataFrame, path) -> None:
+    """Every :data:`NUMBER_COLUMNS` value is a number (NaN and infinities are numbers); the first one
+    that is not raises :class:`dpnewton.io.DamagedFileError` naming its column and row (a file without
+    a content digest, or a digest recomputed by hand, is still caught here)."""
+    for column in [c for c in NUMBER_COLUMNS if c in frame and not pd.api.types.is_numeric_dtype(frame[c])]:
+        parsed = pd.to_numeric(frame[column], errors="coerce")
+        bad = parsed.isna() & frame[column].notna()
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise DamagedFileError(path, f"row {row + 1} has {frame[column].iloc[row]!r} in column {column}, "
+                                         "which takes numbers", RUN_FIX)
 
 
 def check_job_rows(frame: pd.DataFrame, path) -> None:
@@ -406,17 +427,24 @@ def frontier(summary: pd.DataFrame, baseline: pd.DataFrame, costs: dict) -> pd.D
 
 
 def write_frame(frame: pd.DataFrame, parquet_path, csv_path=None) -> None:
-    """Parquet (typed, page CRCs) plus a CSV mirror of the same rows (:func:`check_table_csv`), both
-    atomic."""
-    atomic_write_parquet(parquet_path, frame)
-    if csv_path is not None:
-        atomic_write_csv(csv_path, frame, count_rows=False)
+    """Parquet (typed, page CRCs, its frame digest) plus a CSV mirror of the same rows whose SHA-256
+    the parquet footer records (:data:`dpnewton.io.CSV_DIGEST_KEY`; :func:`check_table_csv`), both
+    atomic; the parquet first, so a mirror is never newer than the digest it is checked against."""
+    if csv_path is None:
+        atomic_write_parquet(parquet_path, frame)
+        return
+    text = frame.to_csv(index=False).encode()
+    atomic_write_parquet(parquet_path, frame, metadata={CSV_DIGEST_KEY: hashlib.sha256(text).hexdigest().encode()})
+    with atomic_path(csv_path, suffix=".csv") as tmp:
+        tmp.write_bytes(text)
 
 
 def check_table_csv(csv_path, parquet_path, fix: str = DELETE_FIX) -> int:
-    """A table's CSV mirror is complete when it holds its parquet twin's rows
-    (:func:`dpnewton.io.check_csv` with the twin's footer row count); returns the count."""
-    return check_csv(csv_path, expected_rows=check_parquet(parquet_path, fix), fix=fix)
+    """A table's CSV mirror is complete and unchanged when it holds its parquet twin's rows and has the
+    SHA-256 the twin recorded (:func:`dpnewton.io.check_csv`; a twin written before it recorded one
+    gives the row count only); returns the count."""
+    return check_csv(csv_path, expected_rows=check_parquet(parquet_path, fix), fix=fix,
+                     expected_sha256=parquet_footer(parquet_path, CSV_DIGEST_KEY, fix))
 
 
 def load_curves(paths) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..algorithms import ALGORITHMS
 from ..data.registry import DATASETS
+from .config_checks import check_job_values
 
 # The workflow (common.smk) and older callers use this module as the whole config API
 # (``pipecfg.expand``, ``pipecfg.protocol_summary``, ...), so the schema's and the plan's public names
@@ -53,7 +54,8 @@ def load_config(cfg: dict, schema: str | Path | dict | None = None, registry=Non
 
 
 def check_config(cfg: dict, registry=None) -> None:
-    """The hand checks of a filled config (data availability is checked by :func:`expand`)."""
+    """The hand checks of a filled config (data availability is checked by :func:`expand`), ending with
+    every value a job reads (:func:`.config_checks.check_job_values`)."""
     if registry is None:
         registry = ALGORITHMS
     labels = {eps_label(e) for e in cfg["epsilons"]}
@@ -62,6 +64,7 @@ def check_config(cfg: dict, registry=None) -> None:
     seed_list(cfg["seeds"])
     algorithm_grids(cfg, registry)
     check_dataset_references(cfg)
+    check_job_values(cfg, registry)
 
 
 def check_dataset_references(cfg: dict) -> None:

@@ -8,7 +8,8 @@ Writes (atomically, via :mod:`dpnewton.io`)
   revision, software versions, CPU and BLAS, the prepared file's sha256, a UTC timestamp); with a
   ``holdout`` in the spec the runs see only the training split (:mod:`dpnewton.holdout`), and rows
   add ``holdout``, ``n_test``, ``test_accuracy`` and ``test_log_loss`` of the final iterate. Its
-  last column, ``file_rows``, is the file's row count (:func:`dpnewton.io.check_csv` verifies it);
+  last columns, ``file_rows`` and ``file_sha256``, are the file's row count and content digest
+  (:func:`dpnewton.io.check_csv` verifies them);
 * ``curves``: a parquet file of per-iterate excess loss and cumulative update time, downsampled
   to at most ``curves_max_points`` iterates per run (empty when the spec stores no curves);
 * the privacy ledger, ``<rows stem>.ledger.parquet`` beside the rows (:func:`ledger_path`): one row
