@@ -169,9 +169,8 @@ CONFIG_CASES = {
         "config key datasets.synthetic.options: dataset 'synthetic': option n must be an integer >= 1, got "
         '-5; correct or remove it'),
     "epsilon_unrepresentable": (_cfg(epsilons=[1, 1e308]),
-        "config key epsilons: epsilon 1e+308 is too large to account at delta=n^-2 = 2.5e-05 on synthetic, "
-        "conversion bs16: its rho = 1.24e+305 has no CKS epsilon, which the runs record as epsilon_spent_cks "
-        "(ValueError: f(a) and f(b) must have different signs); use a smaller epsilon (the paper's grid ends at 10)"),
+        "config key epsilons: epsilon 1e+308 is above 1e+06, the largest epsilon the package's mechanisms "
+        "calibrate (no privacy is left there); use a smaller epsilon (the paper's grid ends at 10)"),
     "epsilon_below_conversion": (_cfg(epsilons=[1e-300]),
         'config key epsilons: epsilon 1e-300 has no budget rho at delta=n^-2 = 2.5e-05 on synthetic, '
         "conversion bs16: epsilon=1e-300, delta=2.5e-05, conversion='bs16': epsilon is below 1.98944e-10 = "
@@ -179,8 +178,8 @@ CONFIG_CASES = {
         "= delta^2/pi); use epsilon >= 2.01e-10, a smaller delta, or conversion 'cks' or 'gdp'"),
     "delta_above_one_over_n": (_cfg(delta=0.5),
         'config key delta: on dataset synthetic, delta=0.5 is at least 1/n = 0.005 for n=200 rows: it '
-        'allows releasing a row in the clear; pass a delta well below 1/n (e.g. 1e-5, or 1/N^2 for a '
-        'public bound N on the row count)'),
+        'allows releasing a row in the clear; pass a delta below 1/n, e.g. the default n^-2 = 2.5e-05 '
+        '(omit delta)'),
     "holdout_empties_a_split": (_cfg(holdout=0.999),
         "config key holdout: holdout=0.999 of the 200 rows of 'synthetic' gives 200 test rows; both splits "
         'need at least one row; use a fraction that leaves rows in both splits'),

@@ -77,7 +77,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..loss import LogisticProblem
-from ..privacy.conversions import _gdp_delta, check_epsilon_delta
+from ..privacy.conversions import MAX_EPSILON, _gdp_delta, check_epsilon_delta
 from ..privacy.ledger import GAUSSIAN, NORM_LAPLACE, ObjectivePerturbationEvent
 from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION
 from ..privacy.neighbouring import RELATIONS
@@ -94,7 +94,6 @@ OUTPUT_FRAC = 0.01     # share of epsilon and of delta for the output Gaussian
 JACOBIAN_SHARE = 0.1   # share of eps_obj spent on the Jacobian term eps0 = log(1 + beta/Lambda)
 MAX_NEWTON_ITERATIONS = 100
 LAMBDA_FLOOR = 1e-2   # the smallest sum-form Lambda the rule gives (regulariser)
-MAX_EPSILON = 1e6     # above it the calibration leaves float64's range, and the guarantee means nothing
 TOLERANCE = 1e-12    # gamma on the mean-form gradient, the same for every n (n public)
 SUM_TOLERANCE = 1e-6  # gamma_sum on the sum-form gradient (n private): mean form gamma_sum/n, 1e-12 at n = 1e6
 MECHANISM = "objective perturbation, tight profile (Redberg-Koskela-Wang 2023)"

@@ -30,7 +30,7 @@ from ..data import DatasetError
 from ..data.prepare import check_options
 from ..data.registry import get_spec
 from ..holdout import holdout_fraction, holdout_split
-from ..privacy.conversions import epsilon_to_rho, rho_to_epsilon
+from ..privacy.conversions import MAX_EPSILON, epsilon_to_rho, rho_to_epsilon
 from ..privacy.neighbouring import BENCHMARK_RELATION, check_delta_for_rows, resolve_delta
 from .plan import eps_label, expand, job_members, seed_list, studies
 
@@ -170,9 +170,13 @@ def check_budget(epsilon: float, delta: float | None, conversion: str, dataset: 
     rho from (epsilon, delta) by ``conversion`` and the CKS epsilon of that rho that every row records."""
     if n is not None and delta is not None:
         try:
-            check_delta_for_rows(delta, n)
+            check_delta_for_rows(delta, n, BENCHMARK_RELATION)
         except ValueError as exc:
             raise ValueError(f"config key delta: on dataset {dataset}, {exc}") from None
+    if epsilon > MAX_EPSILON:
+        raise ValueError(f"config key {key}: epsilon {epsilon:g} is above {MAX_EPSILON:g}, the largest epsilon the "
+                         "package's mechanisms calibrate (no privacy is left there); use a smaller epsilon (the "
+                         "paper's grid ends at 10)")
     if delta is None and n is None:
         return
     d = resolve_delta(delta, BENCHMARK_RELATION, n) if n is not None else delta

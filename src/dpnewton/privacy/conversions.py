@@ -48,6 +48,9 @@ OVERSPENDING_CONVERSIONS = {
                        "about 0.13 (docs/algorithms.md §11.1), so the run can spend far more than epsilon",
 }
 OFFICIAL_FSOLVE_X0 = 1e-3
+MAX_EPSILON = 1e6
+"""The largest epsilon a mechanism of the package calibrates (objective perturbation's calibration leaves
+float64's range above it, and no privacy is left at such an epsilon)."""
 _MAX_STEPS = 2200  # bracket doublings/quarterings: more than the 2^-1074 .. 2^1024 float range needs
 
 
