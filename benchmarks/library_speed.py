@@ -230,8 +230,18 @@ FIELDS = ["dataset", "scaling", "library", "rep", "status", "fit_wall_s", "fit_c
           "traced_peak_copies", "coef_norm", "n", "d", "message"]
 
 
+def write_csv(path: Path, rows: list[dict]) -> None:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=FIELDS, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    shared.atomic_write_text(path, buf.getvalue())
+
+
 def median(rows, key):
-    v = [r[key] for r in rows if r.get("status") == "ok"]
+    """Median of ``key`` over the fits that ran (NaN and blank, e.g. memory after repetition 0, left out)."""
+    v = [float(r[key]) for r in rows if r.get("status") == "ok" and r.get(key) not in (None, "")]
+    v = [x for x in v if x == x]
     return float(np.median(v)) if v else float("nan")
 
 
@@ -321,9 +331,10 @@ def main(argv=None) -> int:
                              "d": meta["d"], **r})
                 print(f"rep {rep} {ds} {sc} {lib}: {r.get('fit_wall_s', float('nan')):.3f} s "
                       f"{r.get('traced_peak_copies', float('nan')):.2f} X {r.get('message', '')}", flush=True)
+                write_csv(out / "library_speed.csv", rows)   # after every fit: a stopped run keeps its rows
     pairs = {}
     for r in rows:
-        if r.get("status") == "ok" and r["library"] in ("dpnewton", "dpnewton-before"):
+        if r.get("status") == "ok" and r["library"] in ("dpnewton", "dpnewton-before") and r.get("coef_norm") != "":
             pairs.setdefault((r["dataset"], r["scaling"], r["rep"]), {})[r["library"]] = r["coef_norm"]
     diffs = [abs(p["dpnewton"] - p["dpnewton-before"]) / p["dpnewton-before"] for p in pairs.values() if len(p) == 2]
     import scipy
@@ -335,12 +346,6 @@ def main(argv=None) -> int:
            "versions": f"numpy {np.__version__}, scipy {scipy.__version__}, scikit-learn {sklearn.__version__} "
                        "(dpnewton side); diffprivlib and its stack as pinned in benchmarks/diffprivlib/setup_venv.sh",
            "coef_rel_diff_max": max(diffs) if diffs else float("nan")}
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS, extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    if not args.report_only:
-        shared.atomic_write_text(out / "library_speed.csv", buf.getvalue())
     text = report(rows, metas, env, reps)
     discussion = RESULTS_DIR / "library_speed_discussion.md"   # hand-written reading, appended
     if discussion.is_file() and not args.quick:
