@@ -3,6 +3,7 @@ core, against IBM diffprivlib's LogisticRegression and non-private scikit-learn.
 
     bash benchmarks/diffprivlib/setup_venv.sh        # once: diffprivlib in a venv of its own (see there)
     python benchmarks/library_speed.py               # dpnewton's venv; writes benchmarks/results/library_speed.*
+    python benchmarks/library_speed.py --report-only # rebuild the .md from the .csv (+ library_speed_reading.md)
     python benchmarks/library_speed.py --quick       # 1 rep, small datasets only, to benchmarks/.cache/
 
 diffprivlib is a benchmark-only dependency: it does not import with dpnewton's scikit-learn, so its fits
@@ -306,7 +307,8 @@ def main(argv=None) -> int:
                          "(or set DPL_VENV)")
     datasets = args.datasets or (QUICK_DATASETS if args.quick else DATASETS)
     reps = 1 if args.quick else args.reps
-    git = lambda *a: subprocess.run(["git", "-C", str(REPO_DIR), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    def git(*a):
+        return subprocess.run(["git", "-C", str(REPO_DIR), *a], capture_output=True, text=True).stdout.strip()
     before_rev = args.before or git("merge-base", "HEAD", "main")
     before_src = before_source(before_rev)
     metas = {}
@@ -320,7 +322,8 @@ def main(argv=None) -> int:
     rows = []
     if args.report_only:
         with open(out / "library_speed.csv", newline="") as fh:
-            rows = [{k: (float(v) if k in NUMERIC and v != "" else v) for k, v in r.items()} for r in csv.DictReader(fh)]
+            rows = [{k: (float(v) if k in NUMERIC and v != "" else v) for k, v in r.items()}
+                    for r in csv.DictReader(fh)]
         reps = len({r["rep"] for r in rows})
     for rep in range(0 if args.report_only else reps):
         for i, ((ds, sc), meta) in enumerate(metas.items()):
@@ -347,7 +350,7 @@ def main(argv=None) -> int:
                        "(dpnewton side); diffprivlib and its stack as pinned in benchmarks/diffprivlib/setup_venv.sh",
            "coef_rel_diff_max": max(diffs) if diffs else float("nan")}
     text = report(rows, metas, env, reps)
-    discussion = RESULTS_DIR / "library_speed_discussion.md"   # hand-written reading, appended
+    discussion = HERE / "library_speed_reading.md"   # the hand-written reading of the committed run, appended
     if discussion.is_file() and not args.quick:
         text = text.rstrip() + "\n\n" + discussion.read_text()
     shared.atomic_write_text(out / "library_speed.md", text)

@@ -162,8 +162,9 @@ def minimize_objective(problem: LogisticProblem, lam: float, b: np.ndarray, gamm
     The stopping rule tests the gradient of :func:`aop_objective` itself (the same pass,
     :func:`objective_at`, bit for bit), which the audit and the tests check. Everything is float64 whatever
     the problem's precision (gamma is far below float32 rounding; float32 rows cast up exactly): gradients
-    and margins must be, and the Hessian passes, now over an eighth of the rows, are no longer the cost. Every choice above is a deterministic function of (Z, b), so
-    the output is a function of the data and the one draw of b, as the approximate-minimum analyses assume.
+    and margins must be, and the Hessian passes, now over an eighth of the rows, are no longer the cost.
+    Every choice above is a deterministic function of (Z, b), so the output is a function of the data and
+    the one draw of b, as the approximate-minimum analyses assume.
     """
     problem = problem.with_precision("float64")
     n, d = problem.n, problem.d
@@ -205,7 +206,8 @@ def _newton_solve(problem: LogisticProblem, mu: float, b: np.ndarray, gamma: flo
     Cholesky factor of a Hessian near it) from a warm start (the factor gives the first step) or None: from
     0, as when J(theta) > J(0) = log 2. Hessians come from every k-th row when those are many enough
     (:func:`_subsample_is_large`), from all rows once a step with such a fresh Hessian was damped or failed
-    to contract ||grad J|| by :data:`HESSIAN_REUSE_CONTRACTION`. Returns (theta, norm, steps, converged, last factor)."""
+    to contract ||grad J|| by :data:`HESSIAN_REUSE_CONTRACTION`.
+    Returns (theta, norm, steps, converged, last factor)."""
     d, k = problem.d, WARM_START_STEP
     m_f = 0.5 / math.sqrt(mu)
     sub = problem.every_kth_row(k) if _subsample_is_large(problem) else None
