@@ -115,3 +115,38 @@ def test_rejects_bad_inputs():
         LogisticProblem(np.array([[np.nan, 0.0]]))
     with pytest.raises(ValueError, match="unit ball"):
         LogisticProblem(np.array([[2.0, 0.0]]))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_from_xy_without_copy_scales_in_place_to_the_same_bits(sparse):
+    import scipy.sparse as sp
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((3000, 7)) * rng.uniform(0.1, 3.0, size=(3000, 1))   # rows inside and outside the ball
+    X[5] = [1e300, 0, 0, 0, 0, 0, 1e300]                                          # a row whose sum of squares overflows
+    y = np.where(rng.random(3000) < 0.5, 1.0, -1.0)
+    with np.errstate(over="ignore"):
+        factor = y / np.maximum(1.0, np.linalg.norm(X, axis=1))                   # the formula, over all of X at once
+    expected = factor[:, None] * X
+    expected[5] = y[5] * np.array([1, 0, 0, 0, 0, 0, 1]) / np.sqrt(2.0)
+    A = sp.csr_matrix(X) if sparse else X.copy()
+    kept = LogisticProblem.from_xy(A, y)
+    inplace = LogisticProblem.from_xy(A, y, copy=False)
+    Z1, Z2 = (q.Z.toarray() if sparse else q.Z for q in (kept, inplace))
+    np.testing.assert_array_equal(Z1, Z2)
+    np.testing.assert_array_equal(np.delete(Z1, 5, axis=0), np.delete(expected, 5, axis=0))
+    np.testing.assert_allclose(Z1[5], expected[5], rtol=1e-15)
+    if sparse:
+        assert np.shares_memory(inplace.Z.data, A.data) and not np.shares_memory(kept.Z.data, A.data)
+    else:
+        assert np.shares_memory(inplace.Z, A) and not np.shares_memory(kept.Z, A)
+
+
+def test_every_kth_row_is_a_view_with_the_subproblems_passes(toy_problem):
+    p, k = toy_problem, 8
+    sub = p.every_kth_row(k)
+    assert np.shares_memory(sub.Z, p.Z) and sub.n == len(range(0, p.n, k))
+    ref = p.batch(np.arange(0, p.n, k))
+    w = np.linspace(-1, 1, p.d)
+    np.testing.assert_allclose(sub.margins(w), ref.margins(w), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sub.grad(w), ref.grad(w), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sub.hessian(w), ref.hessian(w), rtol=0, atol=1e-15)

@@ -240,6 +240,14 @@ class LogisticProblem:
         sub._attach(self.Z[rows], self.name, work=None if self.is_sparse else self._gram_buffer())
         return sub
 
+    def every_kth_row(self, k: int) -> "LogisticProblem":
+        """Rows 0, k, 2k, ... of Z as a problem of its own: a strided view of a dense Z (no copy; every
+        pass reads those rows in place), a copy of those rows of a sparse one. Used for warm starts
+        (:func:`dpnewton.algorithms.aop.minimize_objective`)."""
+        sub = object.__new__(LogisticProblem)
+        sub._attach(self.Z[::k], self.name, work=None if self.is_sparse else self._gram_buffer())
+        return sub
+
     def with_precision(self, precision: str) -> "LogisticProblem":
         """This problem with Z stored (and every product made) in ``precision``, its optimum (w*,
         loss*, float64) carried over unchanged; the problem itself if it already has that precision.
@@ -270,32 +278,48 @@ class LogisticProblem:
         return a if self.precision == "float64" else np.asarray(a, dtype=np.float64)
 
     @classmethod
-    def from_xy(cls, X, y: np.ndarray, name: str = "data", precision: str = "float64") -> "LogisticProblem":
+    def from_xy(cls, X, y: np.ndarray, name: str = "data", precision: str = "float64",
+                copy: bool = True) -> "LogisticProblem":
         """z_i = y_i x_i / max(1, ||x_i||) (docs/algorithms.md §1.2: per-row projection onto the unit ball).
 
         X is dense or ``scipy.sparse`` (then Z is sparse too, with X's pattern). ||x_i|| is the plain
-        sqrt(sum_j x_ij^2) (dense: :func:`numpy.linalg.norm`). Where its sum of squares overflows
+        sqrt(sum_j x_ij^2) (dense: :func:`numpy.linalg.norm`, taken over blocks of rows, so no n x d
+        temporary; the same bits). Where its sum of squares overflows
         (||x_i|| > ~1.3e154, far outside the ball) the row is projected through its scaled copy,
         z_i = y_i u_i / ||u_i|| with u_i = x_i / max_j |x_ij| (:func:`_scaled_rows`), so it has
         norm 1 instead of collapsing to 0. A row with NaN or inf raises ValueError naming it.
-        The projection is float64; ``precision`` is then that of the constructor.
+        The projection is float64; ``precision`` is then that of the constructor. The projected
+        rows lie in the ball by construction and are not checked again.
+
+        ``copy=False``: X (if it already is a float64 C-contiguous array, or CSR with sorted indices
+        and no duplicates) is scaled in place and becomes Z, so the problem holds no second copy of
+        the data; the caller must not use X afterwards. Z has the same bits either way.
         """
         check_precision(precision)
         sparse = sp.issparse(X)
-        X = _as_csr(X) if sparse else np.asarray(X, dtype=np.float64)
+        if sparse:
+            X = sp.csr_matrix(X, dtype=np.float64, copy=copy)
+            X.sum_duplicates()  # also sorts the column indices of every row
+        else:
+            X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if X.ndim != 2 or y.shape != (X.shape[0],):
             raise ValueError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
         labels = set(np.unique(y).tolist())
         if not labels <= {-1.0, 1.0}:
             raise ValueError(f"labels must be -1/+1, found values {sorted(labels)[:5]}")
-        n = X.shape[0]
+        n, d = X.shape
+        if n == 0 or d == 0:
+            raise ValueError(f"Z must be a non-empty 2-D array, got shape {X.shape}")
         with np.errstate(over="ignore"):  # overflowing rows are handled below
             if sparse:
                 ids = _row_ids(X)
                 norms = np.sqrt(np.bincount(ids, weights=X.data * X.data, minlength=n))
             else:
-                norms = np.linalg.norm(X, axis=1)
+                block = row_block(d, GRAM_BLOCK_BYTES)
+                norms = np.empty(n)
+                for a in range(0, n, block):
+                    norms[a:a + block] = np.linalg.norm(X[a:a + block], axis=1)
         overflow = np.flatnonzero(~np.isfinite(norms))
         if overflow.size:  # z_i = y_i u_i / ||u_i|| for the entries of those rows
             o_ids, values = _entries(X, overflow)
@@ -303,15 +327,20 @@ class LogisticProblem:
             projected = (y[o_ids] / r[o_ids]) * u
         factor = y / np.maximum(1.0, norms)
         if sparse:
-            Z = X  # this method's own copy: its entries are scaled in place
+            Z = X  # this method's own copy (or, copy=False, the caller's): its entries are scaled in place
             Z.data *= factor[ids]
             if overflow.size:
                 Z.data[np.isin(ids, overflow)] = projected
         else:
-            Z = factor[:, None] * X
+            if copy or not X.flags.c_contiguous or not X.flags.writeable:
+                Z = np.multiply(X, factor[:, None], order="C")
+            else:
+                Z = np.multiply(X, factor[:, None], out=X)
             if overflow.size:
                 Z[overflow] = projected.reshape(overflow.size, -1)
-        return cls(Z, name=name, precision=precision)
+        problem = object.__new__(cls)
+        problem._attach(_stored(Z, check_precision(precision)), name, work=None)
+        return problem
 
     def set_optimum(self, w_opt: np.ndarray, loss_opt: float | None = None) -> None:
         """Attach (w*, loss*); loss* defaults to l(w*). On a float32 problem pass the float64 problem's

@@ -153,3 +153,57 @@ def test_official_conversion_runs_at_the_v1_drivers_epsilon():
     # every other conversion: the run's epsilon
     (ctx,) = _contexts(0.01, [0])
     assert aop.aop_epsilon(ctx) == 0.01
+
+
+# ---- the solver on problems large enough for its warm start and subsample Hessians -----------------
+def _large_problem(rare_column: bool, n=16000, d=5, seed=3):
+    """n // 8 >= 1000 rows: a warm start from every 8th row and Hessians from those rows. ``rare_column``:
+    the last feature is nonzero on 40 rows, none of them among every 8th row, so the subsample Hessian is
+    blind to it (only mu) and the solver must fall back to Hessians from all rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) / np.sqrt(d)
+    if rare_column:
+        X[:, -1] = 0.0
+        X[8 * np.arange(40) + 3, -1] = 0.9
+    y = np.where(rng.random(n) < special.expit(X @ rng.standard_normal(d)), 1.0, -1.0)
+    if rare_column:   # half of its rows each way: the feature stays unsaturated, its curvature far above mu
+        y[8 * np.arange(40) + 3] = np.resize([1.0, -1.0], 40)
+    return LogisticProblem.from_xy(X, y)
+
+
+def _reference_minimiser(p, lam, b):
+    """scipy's trust-region Newton on J with the exact Hessian: an independent solver."""
+    mu = lam / p.n
+    fun = aop.aop_objective(p, lam, b)
+    res = optimize.minimize(lambda t: fun(t)[0], np.zeros(p.d), jac=lambda t: fun(t)[1],
+                            hess=lambda t: p.hessian(t) + mu * np.eye(p.d), method="trust-exact",
+                            options={"gtol": 1e-13, "maxiter": 500})
+    return res.x, float(np.linalg.norm(fun(res.x)[1]))
+
+
+@pytest.mark.parametrize("rare_column", [False, True])
+def test_warm_started_solve_meets_the_tolerance_and_matches_an_independent_solver(rare_column, monkeypatch):
+    p = _large_problem(rare_column)
+    lam, gamma = 0.3, 1e-12   # mu = lam/n far below the rare feature's Hessian entry
+    b = 1e-6 * np.random.default_rng(4).standard_normal(p.d)   # small: the rare feature's optimum stays near 0
+    rows_seen = []
+    gram = LogisticProblem.weighted_gram
+    monkeypatch.setattr(LogisticProblem, "weighted_gram", lambda self, c: rows_seen.append(self.n) or gram(self, c))
+    theta, reached, steps = aop.minimize_objective(p, lam, b, gamma)
+    monkeypatch.undo()
+    assert reached == float(np.linalg.norm(aop.aop_objective(p, lam, b)(theta)[1])) <= gamma
+    ref, ref_norm = _reference_minimiser(p, lam, b)
+    # strong convexity: ||theta - ref|| <= ||grad J(theta) - grad J(ref)|| / mu
+    assert np.linalg.norm(theta - ref) <= (reached + ref_norm) / (lam / p.n) * (1 + 1e-6)
+    assert p.n // 8 in rows_seen                       # Hessians from every 8th row were used
+    assert (p.n in rows_seen) == rare_column           # ... and all rows only when those missed a feature
+    assert steps <= 30
+
+
+def test_solver_is_deterministic_and_the_warm_start_is_only_a_start():
+    p = _large_problem(False)
+    b = 1e-3 * np.random.default_rng(5).standard_normal(p.d)
+    a1, a2 = aop.minimize_objective(p, 3.0, b, 1e-12), aop.minimize_objective(p, 3.0, b, 1e-12)
+    assert np.array_equal(a1[0], a2[0]) and a1[1:] == a2[1:]
+    cold = aop._newton_solve(p, 3.0 / p.n, b, 1e-12, 100, None)   # from theta = 0, no warm start
+    assert cold[3] and np.linalg.norm(cold[0] - a1[0]) <= 2e-12 / (3.0 / p.n)

@@ -219,3 +219,11 @@ def test_fixed_lambda_and_bad_input_errors():
     with pytest.raises(ValueError, match="at least 2 rows"):
         objpert.output_sensitivity(1, 1.0, 1e-12)
     assert not get_algorithm("objpert").iterative
+
+
+def test_losses_and_training_accuracy_come_from_one_pass_with_the_same_bits():
+    for res in run_algorithm(PROBLEM, "syn", "objpert", 1.0, [0, 1], [1]):
+        zero, out = res.excess_loss + PROBLEM.loss_opt
+        assert zero == PROBLEM.loss(np.zeros(PROBLEM.d)) - PROBLEM.loss_opt + PROBLEM.loss_opt
+        assert res.excess_loss[1] == PROBLEM.loss(res.w) - PROBLEM.loss_opt
+        assert res.train_accuracy == PROBLEM.accuracy(res.w)

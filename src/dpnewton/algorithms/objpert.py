@@ -25,8 +25,9 @@ the mean form, i.e. :func:`.aop.aop_objective` with Lambda and the noise b/n (st
    ``Lambda=...`` fixes it instead (infeasible if eps0 >= eps_obj: ValueError).
 3. sigma: the root of delta_op(eps_obj; sigma, Lambda) = delta_obj (:func:`calibrate_sigma`), stepped up
    until delta_op <= delta_obj.
-4. Solve: b drawn once; Newton with the exact Hessian (:func:`.aop.minimize_objective`, the project's
-   :func:`.newton.newton_iterate`) from theta = 0 to ||grad (J_D/n)(theta~)|| <= gamma = :data:`TOLERANCE`
+4. Solve: b drawn once; Newton (:func:`.aop.minimize_objective`, the project's :func:`.newton.newton_iterate`:
+   exact float64 gradients, Hessians from a row subsample where n is large, a warm start from a subsample's
+   minimiser; all deterministic in (Z, b)) to ||grad (J_D/n)(theta~)|| <= gamma = :data:`TOLERANCE`
    = 1e-12, a constant fixed before the data are read (Newton converges quadratically and ends near the
    float64 floor of that gradient, ~1e-15 sqrt(d); AOP's 1/n^2 is 1e-9 on a1a and would make the output
    noise below dominate at small n). Not met within :data:`MAX_NEWTON_ITERATIONS`: RuntimeError, no redraw.
@@ -239,13 +240,15 @@ def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertCo
                                               sensitivity=params["sensitivity_out"], law=law)
     elapsed = time.perf_counter() - start
     loss_opt = np.nan if problem.loss_opt is None else problem.loss_opt
-    losses = np.array([float(problem.loss(np.zeros(d))), float(problem.loss(theta))])
+    m = problem.margins(theta)   # one pass for the output's loss and training accuracy; at theta = 0 every margin is 0
+    losses = np.array([float(problem.loss_from_margins(np.zeros(n))), float(problem.loss_from_margins(m))])
     ctx.ledger.charge_event(ObjectivePerturbationEvent(ctx.epsilon, ctx.delta, tuple(params.items()), reached,
                                                        steps, MECHANISM_PURE if pure else MECHANISM,
                                                        n_dependent_parameters(ctx.neighbouring)))
     return RunResult(ctx.identity, theta, losses - loss_opt, np.array([0.0, elapsed]), ctx.ledger, 0,
                      {"diverged": bool(not np.isfinite(theta).all()), "iterations_ignored": ctx.iterations,
-                      "solver_iterations": steps, "gradient_norm": reached})
+                      "solver_iterations": steps, "gradient_norm": reached},
+                     train_accuracy=problem.accuracy_from_margins(m))
 
 
 def run_objpert(problem: LogisticProblem, contexts: list[RunContext],
