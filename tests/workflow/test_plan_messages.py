@@ -45,7 +45,8 @@ def test_plan_lines_name_the_dropped_dataset_and_the_estimate(tmp_path):
     assert f"optimizer jobs: {n} to run of {n}; estimated {expected} on 2 cores" in lines[-1]
     # the jobs already done are not counted; none left says so
     assert scheduling.plan_lines(plan, 2, done=lambda job: True)[-1] == f"optimizer jobs: all {n} done"
-    assert "no --cores given" in scheduling.plan_lines(plan, None)[-1]
+    assert "on 1 core (none given)" in scheduling.plan_lines(plan, None)[-1]
+    assert " on 8 job slots (" in scheduling.plan_lines(plan, 8, unit="job slot")[-1]
 
 
 def test_dry_run_prints_the_plan(tmp_path):

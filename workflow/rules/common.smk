@@ -177,12 +177,13 @@ def log_plan(the_plan):
         f"{protocol['n_seeds']} seeds, conversion {the_plan.config['conversion']} (config hash {protocol['config_hash']})",
         file=sys.stderr,
     )
+    unit = "core" if workflow.local_exec else "job slot"  # a cluster run: --jobs jobs at once
     try:
-        cores = workflow.cores
+        slots = workflow.cores if workflow.local_exec else workflow.nodes
     except WorkflowError:  # a dry run without --cores
-        cores = None
+        slots = None
     done = lambda job: Path(f"{job.stem}.csv").exists()
-    for line in dpnewton("pipeline.scheduling").plan_lines(the_plan, cores, done):
+    for line in dpnewton("pipeline.scheduling").plan_lines(the_plan, slots, done, unit):
         print(line, file=sys.stderr)
 
 

@@ -161,14 +161,15 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def plan_lines(plan, cores: int | None, done=lambda job: False) -> list[str]:
+def plan_lines(plan, cores: int | None, done=lambda job: False, unit: str = "core") -> list[str]:
     """What a run of ``plan`` will do, for the console before the first job (and in a dry run): the
     datasets dropped and why (the plan's warnings), the optimizer jobs, and the estimated duration of
-    those not ``done`` on ``cores`` (1 when not given) by :func:`estimated_seconds` and :func:`makespan`."""
+    those not ``done`` on ``cores`` (1 when not given; ``unit`` names them: a cluster run's job slots)
+    by :func:`estimated_seconds` and :func:`makespan`."""
     lines = [f"WARNING: {w}" for w in plan.warnings]
     pending = [j for j in plan.jobs if not done(j)]
     seconds = [estimated_seconds(j.spec) for j in pending]
-    on = f"on {cores} core{'s' if cores > 1 else ''}" if cores else "on 1 core (no --cores given)"
+    on = f"on {cores} {unit}{'s' if cores > 1 else ''}" if cores else f"on 1 {unit} (none given)"
     kept = ", ".join(plan.datasets)
     lines.append(f"datasets: {kept}" + (f" (dropped: {', '.join(plan.dropped)})" if plan.dropped else ""))
     if not pending:
