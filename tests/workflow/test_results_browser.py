@@ -34,6 +34,20 @@ def test_tie_sets_known_answer():
     assert out["tie"].tolist() == [True, True, False, False, True, False]
 
 
+def test_bad_input_names_the_problem(tmp_path, capsys):
+    from dpnewton.pipeline.browser import main
+
+    table = tmp_path / "best_T.csv"
+    pd.DataFrame({"dataset": ["a"], "algorithm": ["m"]}).to_csv(table, index=False)
+    with pytest.raises(SystemExit):
+        main(["--best-T", str(table), "--out", str(tmp_path / "x.html")])
+    assert "no column conversion, epsilon, best_T, excess_loss_mean, excess_loss_se" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--best-T", str(tmp_path / "absent.csv"), "--out", str(tmp_path / "x.html")])
+    assert "absent.csv: no such file" in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
+
+
 def _chromium_or_skip():
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
         if os.environ.get("CI") == "true":

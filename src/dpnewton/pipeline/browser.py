@@ -53,11 +53,22 @@ def read_table(path: str | Path) -> pd.DataFrame:
     raise ValueError(f"{path}: not a .parquet or .csv table; give the table's parquet or CSV file")
 
 
+#: the columns the page reads from each table
+REQUIRED = {"best_T": CELL + ["algorithm", "best_T", "excess_loss_mean", "excess_loss_se"],
+            "summary": CELL + ["algorithm", "iterations", "excess_loss_mean", "excess_loss_se", "runtime_s_mean"],
+            "claims": ["claim", "setting", "dataset", "verdict"],
+            "floor": CELL + ["ridge_floor"]}
+
+
 def load_tables(best_T, summary=None, claims=None, floor=None, protocol=None) -> dict:
-    """The page's tables from their files (None = absent); ``protocol`` is read as JSON."""
-    tables = {"best_T": read_table(best_T)}
-    for name, path in (("summary", summary), ("claims", claims), ("floor", floor)):
+    """The page's tables from their files (None = absent); ``protocol`` is read as JSON. A table
+    without a column of :data:`REQUIRED` raises ValueError naming it."""
+    tables = {}
+    for name, path in (("best_T", best_T), ("summary", summary), ("claims", claims), ("floor", floor)):
         tables[name] = read_table(path) if path else None
+        missing = [c for c in REQUIRED[name] if tables[name] is not None and c not in tables[name].columns]
+        if missing:
+            raise ValueError(f"{path}: no column {', '.join(missing)}; give the pipeline's {name} table")
     tables["protocol"] = read_json(protocol) if protocol else None
     return tables
 
@@ -193,7 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", help="the header's name of the tables' origin (default: best_T's folder)")
     parser.add_argument("--out", required=True, help="the HTML page to write")
     args = parser.parse_args(argv)
-    path = build(args.out, args.best_T, args.summary, args.claims, args.floor, args.protocol, args.title, args.source)
+    for given in (args.best_T, args.summary, args.claims, args.floor, args.protocol):
+        if given and not Path(given).is_file():
+            parser.error(f"{given}: no such file")
+    try:
+        path = build(args.out, args.best_T, args.summary, args.claims, args.floor, args.protocol, args.title,
+                     args.source)
+    except ValueError as exc:
+        parser.error(str(exc))
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
     return 0
 
