@@ -53,7 +53,8 @@ def _chromium_or_skip():
         if os.environ.get("CI") == "true":
             pytest.fail(f"{CHROMIUM} or {CHROMEDRIVER} is missing in CI: .ci/run installs Debian's chromium "
                         "and chromium-driver")
-        pytest.skip("Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)")
+        pytest.skip("Debian's chromium and chromium-driver are not installed "
+                    "(apt-get install chromium chromium-driver)")
 
 
 def test_missing_browser_fails_in_ci_and_skips_elsewhere(monkeypatch):

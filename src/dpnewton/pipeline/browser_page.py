@@ -58,7 +58,8 @@ function cellRows() {
   return BEST.filter((r) => r.dataset === ds && r.conversion === conv && r.epsilon === eps);
 }
 function updateConversions() {
-  fill($('conversion'), unique(BEST.filter((r) => r.dataset === $('dataset').value).map((r) => r.conversion)).sort(), true);
+  const rows = BEST.filter((r) => r.dataset === $('dataset').value);
+  fill($('conversion'), unique(rows.map((r) => r.conversion)).sort(), true);
   updateEpsilons();
 }
 function updateEpsilons() {
