@@ -89,6 +89,7 @@ def plan():
             f"({config['figures']['formats']}) differ from the values the output names were made of "
             f"({_HOLDOUT!r}, {FORMATS}); give holdout as a number (0 = off)"
         )
+    log_plan(the_plan)
     return the_plan
 
 
@@ -164,17 +165,27 @@ def datasets():
     return list(plan().datasets)
 
 
-def log_plan():
-    the_plan = plan()
-    protocol = protocol_summary()
+def log_plan(the_plan):
+    """What the run will do, on the console when the plan is first built, so also in a dry run: the
+    config, the datasets dropped, the optimizer jobs left and their estimated duration on --cores
+    (dpnewton.pipeline.scheduling.plan_lines). Main process only (a cluster job parses the workflow too)."""
+    if not workflow.is_main_process:
+        return
+    protocol = dpnewton("pipeline.config").protocol_summary(the_plan)
     print(
-        f"dpnewton pipeline: {len(the_plan.jobs)} optimizer jobs over datasets {datasets()}, "
-        f"algorithms {list(the_plan.algorithms)}, epsilons {protocol['epsilons']}, {protocol['n_seeds']} seeds, "
-        f"conversion {primary()} (config hash {protocol['config_hash']})",
+        f"dpnewton pipeline: {len(the_plan.algorithms)} configurations of "
+        f"{len({a['base'] for a in the_plan.algorithms.values()})} algorithms, epsilons {protocol['epsilons']}, "
+        f"{protocol['n_seeds']} seeds, conversion {the_plan.config['conversion']} (config hash {protocol['config_hash']})",
         file=sys.stderr,
     )
-    for w in the_plan.warnings:
-        print(f"WARNING: {w}", file=sys.stderr)
+    unit = "core" if workflow.local_exec else "job slot"  # a cluster run: --jobs jobs at once
+    try:
+        slots = workflow.cores if workflow.local_exec else workflow.nodes
+    except WorkflowError:  # a dry run without --cores
+        slots = None
+    done = lambda job: Path(f"{job.stem}.csv").exists()
+    for line in dpnewton("pipeline.scheduling").plan_lines(the_plan, slots, done, unit):
+        print(line, file=sys.stderr)
 
 
 @functools.cache
@@ -399,9 +410,19 @@ def track_tables(ext=None):
 RESOURCE_TABLES = ["results/tables/resources.parquet", "results/tables/resources.csv"]
 
 
+def browser_inputs(wildcards=None):
+    """The tables the results browser (rule browser) reads; the verdicts when the claims are on."""
+    out = {t: f"results/tables/{t}.parquet" for t in ("best_T", "summary", "floor")}
+    out["protocol"] = "results/tables/protocol.json"
+    if conf()["claims"]["enabled"]:
+        out["claims"] = "results/claims/claims.csv"
+    return out
+
+
 def final_outputs(wildcards=None):
     cfg = conf()
     out = table_files() + figure_files() + ["results/tables/best_curves.parquet"] + RESOURCE_TABLES
+    out.append("results/browser.html")
     out += track_tables()
     if cfg["claims"]["enabled"]:
         out += claims_files()

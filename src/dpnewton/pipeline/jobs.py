@@ -71,6 +71,8 @@ from .plan import config_hash, job_members, trajectories
 from .selection import best_t, mean_per_t
 
 log = logging.getLogger("dpnewton.pipeline")
+#: the per-run lines (one per seed and T): the job's log file only, not the console (:func:`setup_log`)
+run_log = logging.getLogger("dpnewton.pipeline.runs")
 
 CURVE_COLUMNS = ["dataset", "algorithm", "conversion", "epsilon", "seed", "iterations", "iterate",
                  "excess_loss", "elapsed_s"]
@@ -361,7 +363,7 @@ class TSearch:
             at_best = [released_row(runs[(self.path, s, best)]["row"], self.average)["excess_loss"] for s in seeds]
             at_new = released_row(runs[(self.path, seeds[0], T)]["row"], self.average)["excess_loss"]
             if not probe_passes(at_new, at_best):
-                log.info("%s: seed %d at T=%d (%.6g) is above every seed's loss at the best T=%d (at most %.6g): "
+                run_log.info("%s: seed %d at T=%d (%.6g) is above every seed's loss at the best T=%d (at most %.6g): "
                          "the T search stops there", self.name, seeds[0], T, at_new, best, max(at_best))
                 self.rejected, self.done = T, True
                 return
@@ -460,7 +462,7 @@ def _run_units(problem, spec: dict, seeds: list[int], grid_round: int, wanted: d
             unit["rows"].append(row)
             unit["paths"].append(path)
             unit["ledger"].append(ledger_frame(res.ledger, rec, prov["config_hash"]))
-            log.info("  seed %d T=%d %s eps=%s excess_loss=%s runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
+            run_log.info("  seed %d T=%d %s eps=%s excess_loss=%s runtime_s=%.4g rho=%.6g ledger=%.6g resets=%d",
                      seed, res.identity.iterations, conversion, first["eps_label"],
                      " ".join(f"{a}:{v['excess_loss']:.6g}" for a, v in released.items()),
                      rec["runtime_s"], rec["rho"], rec["ledger_rho_total"], rec["resets"])
@@ -648,9 +650,11 @@ def _delta(spec: dict, n: int) -> float:
 
 
 def setup_log(path: str | Path | None) -> None:
-    """Log INFO lines to ``path`` (the rule's log: file) and stderr."""
+    """Log INFO lines to ``path`` (the rule's log: file) and stderr; with a ``path``, the per-run lines
+    (:data:`run_log`) go to the file only, so the console shows each job's start, progress and end."""
     handlers: list[logging.Handler] = [logging.StreamHandler()]
     if path:
+        handlers[0].addFilter(lambda record: not record.name.startswith(run_log.name))
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(path, mode="w"))
     logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,

@@ -126,3 +126,57 @@ def priority(spec: dict) -> int:
     if not (cost > 0 and math.isfinite(cost)):
         return 1
     return int(min(MAX_JOB_PRIORITY, max(1, round(PRIORITY_PER_DECADE * math.log10(cost)))))
+
+
+#: a run job's fixed seconds (start-up, reading the data): below the claims run's median job wall (4.8 s)
+JOB_START_S = 3.0
+#: seconds of a run job per unit of :func:`estimated_cost`, fitted to the claims run (config/claims.yaml,
+#: figures/claims/resources.csv): (31,669 s of summed wall of its 755 run jobs - 755 x :data:`JOB_START_S`)
+#: / 1.311e15, their summed cost. A machine of another speed scales it
+SECONDS_PER_COST = 2.24e-11
+
+
+def estimated_seconds(spec: dict) -> float:
+    """A rough wall-time estimate of the job: :data:`JOB_START_S` + :data:`SECONDS_PER_COST` x
+    :func:`estimated_cost`. The cost model orders jobs; as a duration it is a guide (a factor of about
+    2 either way per job), enough to tell minutes from hours before a run."""
+    return JOB_START_S + SECONDS_PER_COST * estimated_cost(spec)
+
+
+def makespan(seconds: list[float], cores: int) -> float:
+    """The length of a run of jobs of the given durations on ``cores`` cores, longest first (the order
+    :func:`priority` gives), each job on the core that frees first (one core per job)."""
+    ends = [0.0] * max(1, int(cores))
+    for s in sorted(seconds, reverse=True):
+        i = ends.index(min(ends))
+        ends[i] += s
+    return max(ends)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def plan_lines(plan, cores: int | None, done=lambda job: False, unit: str = "core") -> list[str]:
+    """What a run of ``plan`` will do, for the console before the first job (and in a dry run): the
+    datasets dropped and why (the plan's warnings), the optimizer jobs, and the estimated duration of
+    those not ``done`` on ``cores`` (1 when not given; ``unit`` names them: a cluster run's job slots)
+    by :func:`estimated_seconds` and :func:`makespan`."""
+    lines = [f"WARNING: {w}" for w in plan.warnings]
+    pending = [j for j in plan.jobs if not done(j)]
+    seconds = [estimated_seconds(j.spec) for j in pending]
+    on = f"on {cores} {unit}{'s' if cores > 1 else ''}" if cores else f"on 1 {unit} (none given)"
+    kept = ", ".join(plan.datasets)
+    lines.append(f"datasets: {kept}" + (f" (dropped: {', '.join(plan.dropped)})" if plan.dropped else ""))
+    if not pending:
+        lines.append(f"optimizer jobs: all {len(plan.jobs)} done")
+    else:
+        lines.append(f"optimizer jobs: {len(pending)} to run of {len(plan.jobs)}; estimated "
+                     f"{_duration(makespan(seconds, cores or 1))} {on} "
+                     f"({_duration(sum(seconds))} summed; the scheduler's cost model, a rough guide; "
+                     f"tracks, timing stage and figures not counted)")
+    return lines
