@@ -325,7 +325,8 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
 
     Composition across classes (K > 2): softmax spends the model's budget once on one K x p model;
     one-vs-rest (every row in every model) gives each zCDP model rho/K (zCDP adds up, BS16 Lemma 2.3)
-    and each objpert model (epsilon/K, delta/K) (basic composition). The set of labels (classes_) is read from the data and
+    and each objpert model (epsilon/K, delta/K) (basic composition). The set of labels (classes_) is read
+    from the data and
     taken as public. Not covered by the guarantee: other preprocessing fitted on the same data, tuning on
     it, and bounds or a data_norm chosen from it (a :class:`PrivacyWarning` says so once per process).
     numpy's floating-point Gaussian sampler is not hardened against floating-point side channels

@@ -537,7 +537,8 @@ def test_settings_state_the_tuning_budget_and_the_inference():
     line = _a_tuned_line({"dp-gd": 4, "hess-clip": 5, "qu-clip": 1, "aop": 1})
     assert line == ("* **a-tuned** - as a, each of the paper's methods represented by its best declared configuration "
                     "(configurations per method: hess-clip 5, dp-gd 4; one each: aop, qu-clip; not the same for every "
-                    "method: C1's \"ours\" is the best of the double-noise methods' 6 configurations against DP-GD's 4, "
+                    "method: C1's \"ours\" is the best of the double-noise methods' 6 configurations against "
+                    "DP-GD's 4, "
                     "which favours ours; see *Tuning* below);")
     assert "5 configurations per method, the same for every method" in _a_tuned_line({"dp-gd": 5, "hess-clip": 5})
     text = "\n".join(_introduction({"conv": CONV, "tuning_budget": {"dp-gd": 5, "hess-clip": 5}}, {},

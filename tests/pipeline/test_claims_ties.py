@@ -53,7 +53,8 @@ def test_claim_table_has_one_line_per_claim_with_its_verdict():
     best = pd.concat([cell([1.0, 1.02], [0.1, 0.1], ["dp-gd", "hess-clip"]),
                       cell([1.0, 3.0], [0.01, 0.01], ["dp-gd", "qu-clip"]).assign(dataset="e")])
     rows = S.claim_rows(v, best, "bs16")
-    assert rows[0][:2] == ("C1 best x", "partly") and "not significantly above DP-GD in 1 of 2 cells (4 seeds" in rows[0][2]
+    assert rows[0][:2] == ("C1 best x", "partly")
+    assert "not significantly above DP-GD in 1 of 2 cells (4 seeds" in rows[0][2]
     assert rows[1] == ("C2 fast", "partly", "median ratio 3.16x")
 
 
@@ -84,4 +85,5 @@ def test_tie_section_names_the_lowest_and_the_families_within_noise():
     md = "# R\n\nintro\n\n## In short\n\nold\n\n## Settings\n\nx\n"
     once = S.rewrite_report(md, ["## In short", "", "new", ""], ["| t |"], L)
     assert S.rewrite_report(once, ["## In short", "", "new", ""], ["| t |"], L) == once
-    assert once.index("## Contents") < once.index("## In short") < once.index(S.TIES_HEADING) < once.index("## Settings")
+    positions = [once.index(h) for h in ("## Contents", "## In short", S.TIES_HEADING, "## Settings")]
+    assert positions == sorted(positions)

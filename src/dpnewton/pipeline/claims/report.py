@@ -488,7 +488,8 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
         extra["cost"] = run_cost(benchmarks, (protocol or {}).get("variants") or {})
     if inputs.get("floor") and inputs.get("tracks"):
         # the summary (tie sets, claim table, contents) from the tables the bundle publishes (.summary)
-        extra["summary"] = {"best": best, "floor": read_table(inputs["floor"]), "tracks": frames, "tracks_cfg": tracks or {}}
+        extra["summary"] = {"best": best, "floor": read_table(inputs["floor"]), "tracks": frames,
+                            "tracks_cfg": tracks or {}}
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:

@@ -257,7 +257,8 @@ def verdict_oracle_gap(low: Verdict, high: Verdict, eps_low: float, eps_high: fl
     v = REPRODUCED if g_hi > g_lo else NOT
     return Verdict(v, f"Oracle / ours iterations to the common loss: eps={eps_low:g}: {_fmt(g_lo)}x, "
                       f"eps={eps_high:g}: {_fmt(g_hi)}x", ("the gap grows with eps" if v == REPRODUCED
-                                                         else "the gap does not grow with eps") + ORACLE_NOTE, ratio=g_hi / g_lo if g_lo > 0 else math.inf)
+                                                         else "the gap does not grow with eps") + ORACLE_NOTE,
+                    ratio=g_hi / g_lo if g_lo > 0 else math.inf)
 
 
 def verdict_damped(cells: pd.DataFrame, dataset: str, damped: str, competitors) -> Verdict:

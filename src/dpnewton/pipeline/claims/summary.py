@@ -63,7 +63,8 @@ def ties_lines(best: pd.DataFrame, conversion: str, tight: str | None) -> list[s
     paper = [k for k, fams in sets.items() if any(f in SECOND_ORDER and is_paper_method(f) for f in fams)]
     gd = family_ties(configs)
     gd = gd[gd["family"] == "dp-gd"]
-    L.append(f"  The paper's second-order methods (last iterate, any declared configuration) tie in {len(paper)} of {n} "
+    L.append("  The paper's second-order methods (last iterate, any declared configuration) tie in "
+             f"{len(paper)} of {n} "
              + (f"({', '.join(_cell(*k) for k in paper)})" if paper else "") + "; last-iterate DP-GD ties in "
              f"{int(gd['tied'].sum())} of {n}, its lowest mean {_fmt(float(gd['ratio'].median()))}x the cell's "
              "lowest (median).")
@@ -160,7 +161,9 @@ def default_lines(wide: pd.DataFrame, best: pd.DataFrame, variants: set, convers
             ref = b.groupby(["dataset", "epsilon"])["excess_loss_mean"].min() if len(b) else pd.Series(dtype=float)
         r = (own / ref.reindex(own.index)).dropna()
         if len(r):
-            out.append(f"`{conv}` reference{' (as the fixed-rule track reads it)' if conv == conversion else ''}: within {NEAR_ORACLE:g}x in {int((r <= NEAR_ORACLE).sum())} of {len(r)} "
+            track_note = " (as the fixed-rule track reads it)" if conv == conversion else ""
+            out.append(f"`{conv}` reference{track_note}: within {NEAR_ORACLE:g}x in "
+                       f"{int((r <= NEAR_ORACLE).sum())} of {len(r)} "
                        f"cells, median {_fmt(float(r.median()))}x")
     return [f"  The library's default (`{DEFAULT_CONFIGURATION}`, its tight profile, no tuning) against the lowest "
             "oracle-tuned mean of the tracks' methods: " + "; ".join(out) + "."] if out else []
