@@ -72,8 +72,8 @@ def ran(log: str) -> dict[str, int]:
 
 def check_complete(path: Path) -> None:
     """Raise unless ``path`` is a complete result file: its reader's check (:mod:`dpnewton.io`, a
-    checkpoint's SHA-256), a PNG that ends with its IEND chunk, a PDF with its end marker, Markdown
-    with its final line break."""
+    checkpoint's SHA-256), a PNG that ends with its IEND chunk, a PDF with its end marker, an HTML page
+    with its closing tag, Markdown with its final line break."""
     if path.suffix == ".csv":
         io.check_csv(path)
     elif path.suffix == ".parquet":
@@ -93,6 +93,8 @@ def check_complete(path: Path) -> None:
         assert path.read_bytes().rstrip().endswith(b"%%EOF"), f"{path} is not a complete PDF"
     elif path.suffix == ".pkl":  # a job's checkpointed unit (dpnewton.pipeline.jobs.save_checkpoint)
         checkpoint_body(pd.read_pickle(path))
+    elif path.suffix == ".html":
+        assert path.read_text().rstrip().endswith("</html>"), f"{path} is not a complete HTML page"
     elif path.suffix == ".md":
         assert path.read_text().endswith("\n"), f"{path} does not end with a line break"
     else:
