@@ -467,7 +467,7 @@ def test_three_classes_softmax_spends_the_budget_once(data):
     """The default for K > 2: one softmax model (dpnewton.multinomial), one ledger summing to the model's
     rho, probabilities the softmax of the decisions, the same model as fit_multinomial's on the same rows."""
     from dpnewton.multinomial import fit_multinomial
-    from dpnewton.preprocessing import data_norm_map, training_rows
+    from dpnewton.training_rows import data_norm_map, training_rows
     from dpnewton.seeding import RunIdentity
 
     X, y = data
@@ -587,7 +587,7 @@ def test_training_rows_are_one_working_copy():
     """The rows of a fit are built in one array the size of [X, 1]: no second copy of X."""
     import tracemalloc
 
-    from dpnewton.preprocessing import range_map, training_rows
+    from dpnewton.training_rows import range_map, training_rows
     X, _ = raw_data(200_000)
     row_map = range_map(np.array([8.0, 0, 0]), np.array([32.0, 2000, 0.05]), True, True)
     tracemalloc.start()

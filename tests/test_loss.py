@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import special
 
-from dpnewton.loss import LogisticProblem, hessian_coefficient, logistic_loss_terms, qu_coefficient
+from dpnewton.loss import LogisticProblem
+from dpnewton.margin_functions import hessian_coefficient, logistic_loss_terms, qu_coefficient
 from tests.conftest import make_problem
 
 

@@ -5,7 +5,7 @@ In the style of diffprivlib's ``LogisticRegression``: a logistic-regression clas
 a share of the budget (:data:`DEFAULT_PREPROCESSING_SHARE`) estimates every feature's range
 privately (:class:`dpnewton.preprocessing.PrivateFeatureScaler`), the rest trains the model on the
 rows z = [a (clip(x) - center)/half_width, b], projected onto the unit ball
-(:func:`~dpnewton.preprocessing.training_rows`). Labels are mapped to -1/+1; more than two classes
+(:mod:`dpnewton.training_rows`). Labels are mapped to -1/+1; more than two classes
 are fitted one-vs-rest, the model's budget split across them.
 
 Guarantee, stated once (:data:`GUARANTEE`): the released model (and the released ranges) are
@@ -15,8 +15,6 @@ private (:mod:`dpnewton.privacy.neighbouring`, relation ``add-remove``).
 
 from __future__ import annotations
 
-import math
-import numbers
 import warnings
 
 import numpy as np
@@ -26,19 +24,21 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 from .api import DATASET_NAME
+from .estimator_checks import (check_algorithm, check_bool, check_data_norm, check_iterations, check_positive,
+                               check_share, split_budget, supported_algorithms)
+from .estimator_warnings import (BUDGET_WARNING_ROWS, PRIVACY_WARNING_MESSAGE, BudgetWarning, PrivacyWarning,
+                                 ProjectionWarning, project, project_rows, rows_to_beat_constant)
 from .experiment import (DEFAULT_CONVERSION, check_guarantee, check_run, result_record, resolve_budget, run_algorithm,
-                         run_at_rho, validate_iterations)
-from .loss import LogisticProblem
+                         run_at_rho)
 from .multinomial import DEFAULT_METHOD as SOFTMAX_METHOD
 from .multinomial import default_iterations as softmax_iterations
 from .multinomial import fit_multinomial
-from .preprocessing import (PrivateFeatureScaler, RowMap, check_bounds, data_norm_map, range_map,
-                            training_rows)
+from .preprocessing import PrivateFeatureScaler, check_bounds
 from .privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION, relation_sentence
 from .privacy.release import released_ledger, released_record
 from .seeding import RunIdentity, validate_seed
+from .training_rows import RowMap, data_norm_map, range_map, signed_problems, training_rows
 
 DEFAULT_ALGORITHM = "objpert"
 """Objective perturbation with the tight privacy profile: the best rule with no tuning on the private
@@ -59,12 +59,6 @@ benchmarks/raw_data.py's breast-cancer split (an internal 70/30 split, 30 fits p
 0.3 / 0.5 / 0.6 / 0.7 gave mean accuracy 0.66 / 0.85 / 0.79 / 0.80 at epsilon 1 (n = 318, d = 30):
 with few rows the ranges, not the model, limit accuracy."""
 
-BUDGET_RULE_ROWS = 20.0
-"""The public rule of :class:`BudgetWarning`: about 20 x models x d / epsilon_model rows are needed
-before a fit beats a constant model (benchmarks/results/raw_data.md, expected-accuracy table)."""
-BUDGET_WARNING_ROWS = 10_000
-"""Warn when the rule asks for more rows than this (a public constant; n itself is never read)."""
-
 GUARANTEE = (f"coef_ and intercept_ are (epsilon, delta)-differentially private {relation_sentence(LIBRARY_RELATION)}")
 """The estimator's guarantee in one sentence (README, docstrings and ``privacy_record_`` say the same)."""
 
@@ -76,130 +70,9 @@ benchmarks/results/multiclass.md: at epsilon 1 softmax reaches 0.83 on digits ag
 one-vs-rest objpert and 0.57 for one-vs-rest DP-GD (standardized features)."""
 
 
-class PrivacyWarning(UserWarning):
-    """Reminds that only the optimizer's output is covered by the (epsilon, delta) guarantee."""
-
-
-class BudgetWarning(UserWarning):
-    """By a public rule (epsilon, d and the number of classes only), the budget is likely too small for
-    the model to beat a constant prediction on data sets of ordinary size."""
-
-
-class ProjectionWarning(UserWarning):
-    """The optimizer's weights left the public radius ``max_norm`` and were projected back onto it."""
-
-
-PRIVACY_WARNING_MESSAGE = (
-    "DPLogisticRegression: only coef_ and intercept_ are covered by (epsilon, delta). Anything else "
-    "fitted on the same private data is not private: a scaler or other preprocessing, "
-    "hyper-parameter tuning (e.g. GridSearchCV or the choice of epsilon/iterations by score), and "
-    "bounds or a data_norm read off the data. Fit those on public data or account for them separately "
-    "(the built-in private feature ranges are covered).")
-
-
-def rows_to_beat_constant(epsilon: float, d: int, models: int) -> float:
-    """The public rule of :class:`BudgetWarning`: BUDGET_RULE_ROWS x models x d / epsilon (models = 1
-    for two classes or a softmax model, else the number of one-vs-rest models); epsilon is the model's
-    share."""
-    return BUDGET_RULE_ROWS * models * d / epsilon
-
-
-def _rejection_reason(spec: AlgorithmSpec) -> str | None:
-    """Why ``spec`` cannot back a private estimator; None when it can."""
-    if LIBRARY_RELATION not in spec.relations:
-        return (f"its noise is calibrated only with n public ({', '.join(spec.relations)}), not for the "
-                f"estimator's {LIBRARY_RELATION!r} relation")
-    if spec.nonprivate:
-        return f"not private: {spec.nonprivate} is computed from the exact data"
-    return None
-
-
-def supported_algorithms() -> tuple[str, ...]:
-    """The registry's algorithms a ``DPLogisticRegression`` can use: calibrated for ``add-remove``
-    (n private) and private in every step."""
-    return tuple(sorted(name for name, spec in ALGORITHMS.items() if _rejection_reason(spec) is None))
-
-
-def _check_algorithm(name) -> AlgorithmSpec:
-    allowed = ", ".join(supported_algorithms())
-    if not isinstance(name, str) or name not in ALGORITHMS:
-        raise ValueError(f"algorithm={name!r} is unknown; choose one of {allowed}")
-    reason = _rejection_reason(ALGORITHMS[name])
-    if reason is not None:
-        raise ValueError(f"algorithm={name!r} is not supported by DPLogisticRegression ({reason}); "
-                         f"choose one of {allowed}")
-    return ALGORITHMS[name]
-
-
-def _check_iterations(iterations, spec: AlgorithmSpec) -> int:
-    """T: 1 for a one-shot method (it ignores T); an iterative method needs a public T."""
-    if not spec.iterative:
-        return 1 if iterations is None else validate_iterations(iterations)
-    if iterations is None:
-        raise ValueError(f"algorithm={spec.name!r} needs iterations (T, chosen without the private data: "
-                         "tuning it on them is not covered by the guarantee), e.g. iterations=1000 with "
-                         "hyper={'average': 'tail'}")
-    return validate_iterations(iterations)
-
-
-def _check_positive(value, name: str, allow_none: bool) -> float | None:
-    if value is None and allow_none:
-        return None
-    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
-            or value <= 0):
-        raise ValueError(f"{name}={value!r} must be {'None or ' if allow_none else ''}a finite number > 0")
-    return float(value)
-
-
-def _check_data_norm(data_norm) -> float | None:
-    data_norm = _check_positive(data_norm, "data_norm", allow_none=True)
-    if data_norm is not None and not 1e-150 < data_norm < 1e150:
-        raise ValueError(f"data_norm={data_norm!r} is outside [1e-150, 1e150]: the scaled rows or "
-                         "weights would overflow; rescale the features")
-    return data_norm
-
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name}={value!r} must be True or False")
-    return bool(value)
-
-
-def _check_share(share) -> float:
-    if (isinstance(share, bool) or not isinstance(share, numbers.Real) or not math.isfinite(share)
-            or not 0.0 < share < 1.0):
-        raise ValueError(f"preprocessing_share={share!r} must be a number in (0, 1): the share of (epsilon, "
-                         "delta) spent on the private feature ranges (pass bounds= to spend none)")
-    return float(share)
-
-
-def _split(total: float, share: float) -> tuple[float, float]:
-    """(share x total, the rest), the two summing to at most ``total`` in floating point (basic
-    composition never claims more than the user's budget)."""
-    part = share * total
-    rest = total - part
-    while part + rest > total:
-        rest = np.nextafter(rest, 0.0)
-    return part, float(rest)
-
-
 def _scaled_rows(X, fit_intercept: bool, data_norm: float):
     """[x, 1] / data_norm (or x / data_norm), dense or CSR as X (the ``data_norm`` rows)."""
     return training_rows(X, data_norm_map(X.shape[1], data_norm, fit_intercept))
-
-
-def _project(w: np.ndarray, max_norm: float) -> tuple[np.ndarray, bool]:
-    """w projected onto the ball ||w|| <= max_norm (Frobenius for a matrix; post-processing); whether it moved."""
-    norm = float(np.linalg.norm(w))
-    if norm <= max_norm:
-        return w, False
-    return w * (max_norm / norm), True
-
-
-def _project_rows(W: np.ndarray, max_norm: float) -> tuple[np.ndarray, bool]:
-    """Each binary model's weights (a row of W) projected onto ||w|| <= max_norm; whether any moved."""
-    rows = [_project(w, max_norm) for w in W]
-    return np.stack([w for w, _ in rows]), any(moved for _, moved in rows)
 
 
 class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
@@ -221,7 +94,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
       the model; the intercept is then limited to |intercept| <= max_norm / data_norm.
 
     With ranges, a row is z = [a (clip(x, lo, hi) - c)/h, b], c and h the range's centre and half
-    width, b = 1/sqrt(2) and a = sqrt(3/(2d)) (:func:`~dpnewton.preprocessing.range_map`; rows longer
+    width, b = 1/sqrt(2) and a = sqrt(3/(2d)) (:func:`~dpnewton.training_rows.range_map`; rows longer
     than 1 are projected onto the unit ball): the intercept's weight is not shrunk by the feature
     scale. Without an intercept, or for sparse X, the map is uncentred (c = 0, h = max(|lo|, |hi|)).
 
@@ -371,15 +244,15 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
 
     def _validated(self) -> dict:
         """Every parameter checked before any data work; the resolved values."""
-        spec = _check_algorithm(self.algorithm)
-        T = _check_iterations(self.iterations, spec)
+        spec = check_algorithm(self.algorithm)
+        T = check_iterations(self.iterations, spec)
         if self.hyper is not None and not isinstance(self.hyper, dict):
             raise ValueError(f"hyper={self.hyper!r} must be None or a dict of hyper-parameters")
         if self.multi_class not in MULTI_CLASS:
             raise ValueError(f"multi_class={self.multi_class!r} must be one of {', '.join(MULTI_CLASS)}")
         check_run(spec.name, self.epsilon, self.delta, T, self.conversion, LIBRARY_RELATION, self.hyper)
         check_guarantee(spec.name, self.conversion, self.hyper)
-        data_norm = _check_data_norm(self.data_norm)
+        data_norm = check_data_norm(self.data_norm)
         if data_norm is not None and self.bounds is not None:
             raise ValueError("pass bounds (public per-feature ranges) or data_norm (a public row-norm bound), "
                              "not both")
@@ -388,11 +261,12 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         if delta == 0 and private_ranges:
             raise ValueError("delta=0 (pure epsilon-DP) needs public bounds= or data_norm=: the private feature "
                              "ranges are a Gaussian release, which needs a delta > 0")
-        share = _check_share(self.preprocessing_share) if private_ranges else 0.0
-        (pre_epsilon, model_epsilon), (pre_delta, model_delta) = _split(self.epsilon, share), _split(delta, share)
+        share = check_share(self.preprocessing_share) if private_ranges else 0.0
+        pre_epsilon, model_epsilon = split_budget(self.epsilon, share)
+        pre_delta, model_delta = split_budget(delta, share)
         check_run(spec.name, model_epsilon, model_delta, T, self.conversion, LIBRARY_RELATION, self.hyper)
-        return {"spec": spec, "T": T, "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
-                "max_norm": _check_positive(self.max_norm, "max_norm", allow_none=False),
+        return {"spec": spec, "T": T, "fit_intercept": check_bool(self.fit_intercept, "fit_intercept"),
+                "max_norm": check_positive(self.max_norm, "max_norm", allow_none=False),
                 "seed": validate_seed(self.random_state, "random_state"), "data_norm": data_norm,
                 "delta": delta, "pre_epsilon": pre_epsilon, "pre_delta": pre_delta, "model_epsilon": model_epsilon,
                 "model_delta": model_delta, "hyper": dict(self.hyper or {})}
@@ -428,11 +302,10 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
                           "majority rate. Raise epsilon, drop features, or pass public bounds to save the "
                           "preprocessing share", BudgetWarning, stacklevel=2)
         row_map, scaler = self._row_map(X, params)
-        rows = training_rows(X, row_map)
         self.epsilon_, self.delta_ = float(self.epsilon), params["delta"]
-        W, ledgers, records, composition = (self._fit_softmax(rows, y, classes, params) if softmax
-                                            else self._fit_binary(rows, y, classes, params))
-        W, projected = _project(W, params["max_norm"]) if softmax else _project_rows(W, params["max_norm"])
+        W, ledgers, records, composition = (self._fit_softmax(training_rows(X, row_map), y, classes, params)
+                                            if softmax else self._fit_binary(X, row_map, y, classes, params))
+        W, projected = project(W, params["max_norm"]) if softmax else project_rows(W, params["max_norm"])
         if not np.isfinite(W).all():
             raise RuntimeError(f"algorithm={self.algorithm!r} produced non-finite weights; use a smaller "
                                "step or fewer iterations")
@@ -464,18 +337,19 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
                                       random_state=params["seed"]).fit(X)
         return range_map(scaler.lower_, scaler.upper_, centered, params["fit_intercept"]), scaler
 
-    def _fit_binary(self, rows, y, classes, params) -> tuple:
+    def _fit_binary(self, X, row_map, y, classes, params) -> tuple:
         """One private binary model (two classes) or one per class (one-vs-rest), with ``algorithm``: a
-        zCDP method gives each of K models rho/K, objpert (epsilon/K, delta/K). Returns (W, released
-        ledgers, released records, composition)."""
+        zCDP method gives each of K models rho/K, objpert (epsilon/K, delta/K); the models' problems
+        share one buffer of training rows (:func:`~dpnewton.training_rows.signed_problems`). Returns
+        (W, released ledgers, released records, composition)."""
         spec = params["spec"]
         targets = [classes[1]] if len(classes) == 2 else list(classes)
         K = len(targets)
-        problems = [LogisticProblem.from_xy(rows, np.where(y == c, 1.0, -1.0)) for c in targets]
         epsilon = params["model_epsilon"]
-        delta, rho = resolve_budget(epsilon, params["model_delta"], problems[0].n, self.conversion, LIBRARY_RELATION)
+        delta, rho = resolve_budget(epsilon, params["model_delta"], X.shape[0], self.conversion, LIBRARY_RELATION)
         weights, ledgers, records = [], [], []
-        for k, problem in enumerate(problems):
+        labels = (np.where(y == c, 1.0, -1.0) for c in targets)
+        for k, problem in enumerate(signed_problems(X, row_map, labels)):
             name = DATASET_NAME if K == 1 else f"{DATASET_NAME}/class-{k}"  # a seeded fit's models draw apart
             if spec.zcdp:   # zCDP: rho/K per model
                 (res,) = run_at_rho(problem, name, spec.name, epsilon, delta, self.conversion, rho / K,

@@ -2,7 +2,8 @@
 
 Data model [P section 5; docs/algorithms.md §1.2]: records (x_i, y_i) with y_i in {-1, +1} become signed,
 projected rows z_i = y_i x_i / max(1, ||x_i||), so ||z_i|| <= 1 (the unit ball the privacy
-analysis assumes). With margins m_i = <z_i, w>:
+analysis assumes; :mod:`dpnewton.projection`). With margins m_i = <z_i, w> and the functions of a
+margin of :mod:`dpnewton.margin_functions`:
 
 * loss      l(w)    = (1/n) sum_i log(1 + exp(-m_i))             (:func:`logistic_loss_terms`)
 * gradient  g(w)    = -(1/n) sum_i sigma(-m_i) z_i               (sigma = scipy.special.expit)
@@ -20,7 +21,7 @@ block, so a run's bits never depend on how many runs share the batch, while the 
 from memory once for all of them. A wider stack gets its margins and gradients from two matrix
 products per block instead (:meth:`LogisticProblem.margins_and_grads`), faster per run from that
 width on, with bits that agree with the per-run products to rounding only. The Newton methods fuse
-the gradient and the SOI into one blocked pass.
+the gradient and the SOI into one blocked pass (:func:`dpnewton.gram.gram_pass`).
 
 Z may also be a ``scipy.sparse`` matrix (kept as CSR with sorted indices, values in the problem's
 precision, :attr:`LogisticProblem.is_sparse`); it is never made dense. Its passes are sparse products:
@@ -49,7 +50,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy import special
-from scipy.linalg import blas
+
+from .gram import gram_pass
+from .margin_functions import SOI_COEFFICIENTS, logistic_loss_terms
+from .projection import row_norms, signed_projection
 
 PRECISIONS = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32)}
 """Storage and product precision of Z -> its dtype (see the module docstring)."""
@@ -101,40 +105,6 @@ def toward_zero_float32(a: np.ndarray) -> np.ndarray:
     return out.reshape(np.shape(a))
 
 
-def logistic_loss_terms(m: np.ndarray) -> np.ndarray:
-    """log(1 + exp(-m)) elementwise, as max(-m, 0) + log1p(exp(-|m|)): no overflow for any m.
-
-    The split ``np.logaddexp(0, -m)`` makes per element, done with whole-array ufuncs, which use
-    numpy's SIMD exp and log1p (several times faster than logaddexp, whose cost was a fifth of a
-    DP-GD step on adult). Results agree with logaddexp to the last bit or two. Every run's
-    per-iterate loss and every line search go through it (via :meth:`LogisticProblem.loss_from_margins`).
-    Allocates two arrays of m's size.
-    """
-    m = np.asarray(m, dtype=np.float64)
-    terms = np.abs(m)
-    np.negative(terms, out=terms)
-    np.exp(terms, out=terms)
-    np.log1p(terms, out=terms)
-    terms -= np.minimum(m, 0.0)
-    return terms
-
-
-def qu_coefficient(m: np.ndarray) -> np.ndarray:
-    """q(m) = tanh(m/2)/(2m) with q(0) = 1/4 (Lemma 5.1); series 1/4 - m^2/48 for |m| < 1e-4."""
-    m = np.asarray(m, dtype=np.float64)
-    small = np.abs(m) < 1e-4
-    safe = np.where(small, 1.0, m)
-    return np.where(small, 0.25 - m * m / 48.0, np.tanh(0.5 * safe) / (2.0 * safe))
-
-
-def hessian_coefficient(m: np.ndarray) -> np.ndarray:
-    """c(m) = sigma(m) sigma(-m) = 1/(4 cosh^2(m/2)), stable for any |m|."""
-    return special.expit(m) * special.expit(-m)
-
-
-SOI_COEFFICIENTS = {"hessian": hessian_coefficient, "qu": qu_coefficient}
-
-
 def _as_csr(A) -> sp.csr_matrix:
     """A copy of the sparse matrix A as canonical CSR: float64, duplicates summed, sorted indices."""
     A = sp.csr_matrix(A, dtype=np.float64, copy=True)
@@ -154,37 +124,6 @@ def _stored(Z, dtype: np.dtype):
     return toward_zero_float32(Z)
 
 
-def _row_ids(A: sp.csr_matrix) -> np.ndarray:
-    """The row of every stored entry of the CSR matrix A (aligned with ``A.data``)."""
-    return np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
-
-
-def _entries(X, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row ids, values) of the stored entries of the rows ``rows`` (sorted) of a dense or CSR X."""
-    if sp.issparse(X):
-        ids = _row_ids(X)
-        keep = np.isin(ids, rows)
-        return ids[keep], X.data[keep]
-    return np.repeat(rows, X.shape[1]), X[rows].ravel()
-
-
-def _scaled_rows(ids: np.ndarray, values: np.ndarray, n: int, what: str):
-    """u_i = x_i / a_i with a_i = max_j |x_ij|, and ||u_i||, for the entries (ids, values) of some rows.
-
-    ||x_i|| = a_i ||u_i|| with 1 <= ||u_i|| <= sqrt(d): the norm of a row whose sum of squares
-    overflows (||x_i|| > ~1.3e154), computed without overflow. Raises ValueError for a row with NaN or inf.
-    Returns (a, ||u||) per row (length n; zero for rows without entries) and u per entry.
-    """
-    bad = ~np.isfinite(values)
-    if bad.any():
-        raise ValueError(f"row {int(ids[bad][0])} of {what} contains NaN or inf; remove that row or "
-                         "replace its non-finite values before building the problem")
-    a = np.zeros(n)
-    np.maximum.at(a, ids, np.abs(values))
-    u = values / a[ids]
-    return a, np.sqrt(np.bincount(ids, weights=u * u, minlength=n)), u
-
-
 class LogisticProblem:
     """Average logistic loss over the signed, projected rows Z (n x d).
 
@@ -200,17 +139,7 @@ class LogisticProblem:
         Z = _as_csr(Z) if sp.issparse(Z) else np.ascontiguousarray(Z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[0] == 0 or Z.shape[1] == 0:
             raise ValueError(f"Z must be a non-empty 2-D array, got shape {Z.shape}")
-        with np.errstate(over="ignore"):  # overflowing rows are handled below
-            if sp.issparse(Z):
-                squared_norms = np.bincount(_row_ids(Z), weights=Z.data * Z.data, minlength=Z.shape[0])
-            else:
-                squared_norms = np.einsum("ij,ij->i", Z, Z)  # no n x d temporary
-        norms = np.sqrt(squared_norms)
-        overflow = np.flatnonzero(~np.isfinite(squared_norms))
-        if overflow.size:  # NaN/inf entries raise; else entries so large their squares overflow
-            ids, values = _entries(Z, overflow)
-            a, r, _ = _scaled_rows(ids, values, Z.shape[0], "Z")
-            norms[overflow] = a[overflow] * r[overflow]
+        norms = row_norms(Z)
         if norms.max() > 1.0 + 1e-12:
             raise ValueError(f"rows of Z must lie in the unit ball; max norm is {norms.max():.6g} "
                              f"(row {int(norms.argmax())})")
@@ -280,64 +209,23 @@ class LogisticProblem:
     @classmethod
     def from_xy(cls, X, y: np.ndarray, name: str = "data", precision: str = "float64",
                 copy: bool = True) -> "LogisticProblem":
-        """z_i = y_i x_i / max(1, ||x_i||) (docs/algorithms.md §1.2: per-row projection onto the unit ball).
-
-        X is dense or ``scipy.sparse`` (then Z is sparse too, with X's pattern). ||x_i|| is the plain
-        sqrt(sum_j x_ij^2) (dense: :func:`numpy.linalg.norm`, taken over blocks of rows, so no n x d
-        temporary; the same bits). Where its sum of squares overflows
-        (||x_i|| > ~1.3e154, far outside the ball) the row is projected through its scaled copy,
-        z_i = y_i u_i / ||u_i|| with u_i = x_i / max_j |x_ij| (:func:`_scaled_rows`), so it has
-        norm 1 instead of collapsing to 0. A row with NaN or inf raises ValueError naming it.
-        The projection is float64; ``precision`` is then that of the constructor. The projected
-        rows lie in the ball by construction and are not checked again.
+        """z_i = y_i x_i / max(1, ||x_i||) (docs/algorithms.md §1.2: per-row projection onto the unit
+        ball, :func:`dpnewton.projection.signed_projection`: no overflow, a row with NaN or inf raises
+        ValueError naming it). X is dense or ``scipy.sparse`` (then Z is sparse too, with X's pattern).
+        The projection is float64; ``precision`` is then that of the constructor.
 
         ``copy=False``: X (if it already is a float64 C-contiguous array, or CSR with sorted indices
         and no duplicates) is scaled in place and becomes Z, so the problem holds no second copy of
         the data; the caller must not use X afterwards. Z has the same bits either way.
         """
         check_precision(precision)
-        sparse = sp.issparse(X)
-        if sparse:
-            X = sp.csr_matrix(X, dtype=np.float64, copy=copy)
-            X.sum_duplicates()  # also sorts the column indices of every row
-        else:
-            X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
-        if X.ndim != 2 or y.shape != (X.shape[0],):
-            raise ValueError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
-        labels = set(np.unique(y).tolist())
-        if not labels <= {-1.0, 1.0}:
-            raise ValueError(f"labels must be -1/+1, found values {sorted(labels)[:5]}")
-        n, d = X.shape
-        if n == 0 or d == 0:
-            raise ValueError(f"Z must be a non-empty 2-D array, got shape {X.shape}")
-        with np.errstate(over="ignore"):  # overflowing rows are handled below
-            if sparse:
-                ids = _row_ids(X)
-                norms = np.sqrt(np.bincount(ids, weights=X.data * X.data, minlength=n))
-            else:
-                block = row_block(d, GRAM_BLOCK_BYTES)
-                norms = np.empty(n)
-                for a in range(0, n, block):
-                    norms[a:a + block] = np.linalg.norm(X[a:a + block], axis=1)
-        overflow = np.flatnonzero(~np.isfinite(norms))
-        if overflow.size:  # z_i = y_i u_i / ||u_i|| for the entries of those rows
-            o_ids, values = _entries(X, overflow)
-            _, r, u = _scaled_rows(o_ids, values, n, "X")
-            projected = (y[o_ids] / r[o_ids]) * u
-        factor = y / np.maximum(1.0, norms)
-        if sparse:
-            Z = X  # this method's own copy (or, copy=False, the caller's): its entries are scaled in place
-            Z.data *= factor[ids]
-            if overflow.size:
-                Z.data[np.isin(ids, overflow)] = projected
-        else:
-            if copy or not X.flags.c_contiguous or not X.flags.writeable:
-                Z = np.multiply(X, factor[:, None], order="C")
-            else:
-                Z = np.multiply(X, factor[:, None], out=X)
-            if overflow.size:
-                Z[overflow] = projected.reshape(overflow.size, -1)
+        return cls.from_projected(signed_projection(X, y, copy), name, precision)
+
+    @classmethod
+    def from_projected(cls, Z, name: str = "data", precision: str = "float64") -> "LogisticProblem":
+        """The problem of rows Z that :mod:`dpnewton.projection` has already signed and projected onto
+        the unit ball (float64, dense C-contiguous or canonical CSR): not checked again and not copied
+        (float64). The builder of the training rows (:mod:`dpnewton.training_rows`) uses it."""
         problem = object.__new__(cls)
         problem._attach(_stored(Z, check_precision(precision)), name, work=None)
         return problem
@@ -484,76 +372,11 @@ class LogisticProblem:
         return self.grad_from_margins(self.margins(w))
 
     # ---- second-order information -----------------------------------------------------------
-    def _gram_pass(self, coef: np.ndarray | None = None, w: np.ndarray | None = None,
-                   kind: str | None = None):
-        """One blocked pass: sum_i c_i z_i z_i^T, plus (given w) the margins and gradient sum.
-
-        With ``coef`` the weights are given. With ``w`` and ``kind`` each block's margins
-        m_b = Z_b w are computed in the pass, c = SOI coefficient of m_b, and -Z_b^T sigma(-m_b)
-        is accumulated while the block is in cache. Each block is scaled by sqrt(c) into a small
-        reused buffer and accumulated with SYRK (upper triangle), so no copy of Z is made.
-        float32: each block is one SSYRK of its own, added into the float64 sum (as are the
-        float32 gradient sums of the blocks). Returns (gram, gradient sum or None, margins or None).
-        Sparse Z: :meth:`_sparse_gram_pass`.
-        """
-        if self.is_sparse:
-            return self._sparse_gram_pass(coef, w, kind)
-        count, d = self.Z.shape
-        dtype = self.Z.dtype
-        single = self.precision == "float32"
-        block = row_block(d, GRAM_BLOCK_BYTES, dtype.itemsize)
-        work = self._gram_buffer()
-        upper = np.zeros((d, d), order="F")
-        block_upper = np.zeros((d, d), dtype=dtype, order="F") if single else None
-        fused = w is not None
-        w = self._in(w) if fused else None
-        g = np.zeros(d) if fused else None
-        m = np.empty(count, dtype=dtype) if fused else None
-        soi_coefficient = SOI_COEFFICIENTS[kind] if fused else None
-        for a in range(0, count, block):
-            Zb = self.Z[a:a + block]
-            scaled = work[:Zb.shape[0]]
-            if fused:
-                m_b = m[a:a + block]
-                np.dot(Zb, w, out=m_b)
-                g -= Zb.T @ special.expit(-m_b)
-                root = np.sqrt(soi_coefficient(m_b))
-            else:
-                root = np.sqrt(coef[a:a + block])
-            np.multiply(Zb, self._in(root)[:, None], out=scaled)
-            if single:
-                block_upper = blas.ssyrk(1.0, scaled.T, beta=0.0, c=block_upper, trans=0, lower=0, overwrite_c=1)
-                upper += block_upper
-            else:
-                upper = blas.dsyrk(1.0, scaled.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
-        gram = np.triu(upper) + np.triu(upper, 1).T
-        return gram, g, self._out(m)
-
-    def _sparse_gram_pass(self, coef: np.ndarray | None, w: np.ndarray | None, kind: str | None):
-        """:meth:`_gram_pass` for sparse Z, with sparse products only.
-
-        m = Z w and the gradient sum -Z^T sigma(-m) (given w; then c = SOI coefficient of m), and
-        sum_i c_i z_i z_i^T = R^T R with R = diag(sqrt(c)) Z (Z's pattern, entries scaled): one
-        sparse product of at most d x d entries, made dense, its upper triangle mirrored (exactly
-        symmetric, as the dense pass). Nothing of size n x d is formed. float32: float32 products, the
-        results cast up.
-        """
-        Z = self.Z
-        g = m = None
-        if w is not None:
-            m = Z @ self._in(w)
-            g = -self._out(Z.T @ special.expit(-m))
-            coef = SOI_COEFFICIENTS[kind](m)
-            m = self._out(m)
-        R = sp.csr_matrix((Z.data * self._in(np.sqrt(coef))[_row_ids(Z)], Z.indices, Z.indptr), shape=Z.shape)
-        upper = np.triu(self._out((R.T @ R).toarray()))
-        return upper + np.triu(upper, 1).T, g, m
-
     def weighted_gram(self, coef: np.ndarray) -> np.ndarray:
         """(1/n) Z^T diag(coef) Z for coef >= 0 (blocked SYRK, see :meth:`_gram_pass`)."""
         if self.n == 0:
             return np.zeros((self.d, self.d))
-        return self._gram_pass(coef=coef)[0] / self.n
+        return gram_pass(self, coef=coef)[0] / self.n
 
     def soi_from_margins(self, m: np.ndarray, kind: str) -> np.ndarray:
         if kind not in SOI_COEFFICIENTS:
@@ -564,7 +387,7 @@ class LogisticProblem:
         """(margins Z w, gradient, SOI) of the full data at w in one fused pass over Z."""
         if kind not in SOI_COEFFICIENTS:
             raise ValueError(f"soi={kind!r} is unknown; choose 'hessian' or 'qu'")
-        gram, g, m = self._gram_pass(w=w, kind=kind)
+        gram, g, m = gram_pass(self, w=w, kind=kind)
         return m, g / self.n, gram / self.n
 
     def hessian(self, w: np.ndarray) -> np.ndarray:

@@ -32,15 +32,14 @@ zeros stay zeros, output in [-1, 1].
 
 ``bounds=`` (per-feature (lo, hi) known without the private data) skips the release: nothing is spent.
 
-The training rows of :class:`dpnewton.DPLogisticRegression` (:class:`RowMap`, :func:`range_map`,
-:func:`training_rows`) are built from these ranges (or a public row-norm bound) at the end of the module.
+The training rows of :class:`dpnewton.DPLogisticRegression` are built from these ranges (or a public
+row-norm bound) by :mod:`dpnewton.training_rows`.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse, special
@@ -294,79 +293,5 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         return np.clip(X, -1.0, 1.0, out=X)     # (hi - c)/h may round to 1 + 2^-52
 
 
-# ---- the training rows of DPLogisticRegression ------------------------------------------------
-INTERCEPT_COORDINATE = 1.0 / math.sqrt(2.0)
-"""b, the constant coordinate of a training row z = [a x_scaled, b]: the intercept's weight is as free as
-the features' weights, whatever the feature scale."""
-
-FEATURE_NORM_DIVISOR = 3.0
-"""C = sqrt(d / 3), the public bound a training row's scaled features are sized for: the root-mean-square
-norm of a row uniform on [-1, 1]^d (the worst case is sqrt(d)). a = sqrt(1 - b^2)/C; a row with
-||x_scaled|| > C is shrunk onto the unit ball by the per-row projection (post-processing of the row,
-so every sensitivity holds). Against the worst case it gained 0.03 mean accuracy at epsilon 1 and
-0.01 at 10 on the breast-cancer training rows' internal split, 0.03-0.04 on synthetic data
-(C = sqrt(d/10) gained slightly more; the RMS rule is kept as the principled one)."""
-
-
-@dataclass(frozen=True)
-class RowMap:
-    """z = [(clip(x, lower, upper) - center) * scale, b] (b left out without an intercept), the training
-    row of x before the projection onto the unit ball. Back to the features: coef = w[:d] * scale,
-    intercept = b w[d] - <coef, center>, so x coef + intercept = <z, w> for x within [lower, upper]."""
-
-    lower: np.ndarray
-    upper: np.ndarray
-    center: np.ndarray
-    scale: np.ndarray
-    b: float | None
-
-    def to_features(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        d = len(self.scale)
-        coef = W[:, :d] * self.scale
-        intercept = (self.b * W[:, d] if self.b is not None else np.zeros(len(W))) - coef @ self.center
-        return coef, intercept
-
-
-def data_norm_map(d: int, data_norm: float, fit_intercept: bool) -> RowMap:
-    """[x, 1] / data_norm (or x / data_norm), no clipping: the rows of a public row-norm bound."""
-    inf = np.full(d, np.inf)
-    return RowMap(-inf, inf, np.zeros(d), np.full(d, 1.0 / data_norm), 1.0 / data_norm if fit_intercept else None)
-
-
-def range_map(lower: np.ndarray, upper: np.ndarray, centered: bool, fit_intercept: bool) -> RowMap:
-    """Each feature onto [-1, 1] (:func:`affine_map`), times a = sqrt(1 - b^2)/C with
-    C = sqrt(d / FEATURE_NORM_DIVISOR) and b = :data:`INTERCEPT_COORDINATE` (a = 1/C without intercept):
-    ||z|| <= 1 whenever ||x_scaled|| <= C; longer rows are projected onto the unit ball."""
-    d = len(lower)
-    lower, upper, center, half_width = affine_map(lower, upper, centered)
-    b = INTERCEPT_COORDINATE if fit_intercept else None
-    a = math.sqrt(1.0 - (b or 0.0) ** 2) / math.sqrt(d / FEATURE_NORM_DIVISOR)
-    return RowMap(lower, upper, center, a / np.where(half_width > 0, half_width, 1.0), b)
-
-
-def training_rows(X, row_map: RowMap):
-    """The training rows of :class:`RowMap` in one working array (dense) or one CSR copy (sparse X:
-    its map is uncentred, so zeros stay zeros): the only copy of X the fit makes."""
-    n, d = X.shape
-    width = d + (row_map.b is not None)
-    if sparse.issparse(X):
-        blocks = [X] if row_map.b is None else [X, np.full((n, 1), row_map.b)]
-        rows = sparse.hstack(blocks, format="csr", dtype=np.float64)
-        cols = rows.indices
-        feature = cols < d
-        cf = cols[feature]
-        rows.data[feature] = np.clip(rows.data[feature], row_map.lower[cf], row_map.upper[cf]) * row_map.scale[cf]
-        return rows
-    rows = np.empty((n, width))
-    features = rows[:, :d]
-    np.clip(X, row_map.lower, row_map.upper, out=features)
-    features -= row_map.center
-    features *= row_map.scale
-    if row_map.b is not None:
-        rows[:, d] = row_map.b
-    return rows
-
-
 __all__ = ["BIN_EDGES", "DEFAULT_QUANTILES", "N_BINS", "PrivateFeatureScaler", "affine_map", "check_bounds",
-           "feature_histograms", "ranges_from_histograms", "RowMap", "data_norm_map", "range_map",
-           "training_rows"]
+           "feature_histograms", "ranges_from_histograms"]

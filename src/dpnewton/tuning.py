@@ -35,7 +35,8 @@ import numpy as np
 
 from .algorithms import get_algorithm
 from .experiment import last_iterate_only, run_at_rho, validate_iterations
-from .loss import LogisticProblem, logistic_loss_terms
+from .loss import LogisticProblem
+from .margin_functions import logistic_loss_terms
 from .privacy import PrivacyLedger, check_epsilon_delta
 from .privacy.neighbouring import BENCHMARK_RELATION, resolve_delta
 from .privacy.selection import (PoissonCount, SelectionAccounting, TruncatedNegativeBinomialCount,

@@ -52,7 +52,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, special
 
-from ..loss import LogisticProblem, hessian_coefficient
+from ..loss import LogisticProblem
+from ..margin_functions import hessian_coefficient
 from ..privacy import rho_to_epsilon
 from ..privacy.ledger import ObjectivePerturbationEvent
 from .base import RunContext, RunResult
