@@ -134,7 +134,7 @@ def test_neighbour_replay_same_flow_same_scales_bounded_change(monkeypatch, meth
 
 
 def test_replay_catches_missing_row_projection(monkeypatch):
-    monkeypatch.setattr(multinomial, "project_rows", lambda Z: Z)
+    monkeypatch.setattr(multinomial, "project_rows", lambda Z, overwrite=False: Z)
     with pytest.raises(AssertionError, match="moved by more than"):
         coupled_replay(monkeypatch, *neighbours(), "gd")
 
@@ -144,9 +144,9 @@ def test_replay_catches_means_over_the_exact_row_count(monkeypatch):
     rows = {}
     original_project = multinomial.project_rows
 
-    def remember(Z):
+    def remember(Z, overwrite=False):
         rows["n"] = len(Z)
-        return original_project(Z)
+        return original_project(Z, overwrite)
 
     monkeypatch.setattr(multinomial, "project_rows", remember)
     monkeypatch.setattr(multinomial, "row_count", lambda released: float(rows["n"]))

@@ -377,7 +377,7 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         rng = (np.random.default_rng() if seed is None
                else RunIdentity(DATASET_NAME, f"softmax-{SOFTMAX_METHOD}", epsilon, seed, T).generator())
         W, ledger, record = fit_multinomial(rows, np.searchsorted(classes, y), len(classes), epsilon, delta, rng,
-                                            method=SOFTMAX_METHOD, conversion=self.conversion)
+                                            method=SOFTMAX_METHOD, conversion=self.conversion, overwrite_rows=True)
         self.model_epsilon_, self.model_delta_, self.rho_ = float(epsilon), float(delta), float(record["rho"])
         composition = record.pop("composition")
         return W, [released_ledger(ledger)], [{**released_record(record, ledger), "seed": seed}], composition

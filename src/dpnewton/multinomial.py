@@ -56,6 +56,7 @@ from .experiment import validate_iterations
 from .privacy.conversions import DEFAULT_CONVERSION, epsilon_to_rho, rho_to_epsilon
 from .privacy.ledger import PrivacyLedger
 from .privacy.neighbouring import COUNT_SENSITIVITY, LIBRARY_RELATION, count_rho
+from .projection import block_rows
 
 GRADIENT_SENSITIVITY = math.sqrt(2.0)
 """Frobenius bound on one row's softmax gradient (s - e_y) z^T for ||z|| <= 1 (module docstring)."""
@@ -93,14 +94,15 @@ def check_method(method) -> str:
     return method
 
 
-def project_rows(Z):
+def project_rows(Z, overwrite: bool = False):
     """z_i / max(1, ||z_i||): every row in the unit ball, so the sensitivities above hold for any input
-    (dense, or CSR kept sparse)."""
+    (dense, or CSR kept sparse). ``overwrite``: a dense float64 Z is divided in place (the same bits)."""
     if sparse.issparse(Z):
         norms = np.sqrt(np.asarray(Z.multiply(Z).sum(axis=1)).ravel())
         return sparse.diags(1.0 / np.maximum(norms, 1.0)) @ Z
-    norms = np.linalg.norm(Z, axis=1)
-    return Z / np.maximum(norms, 1.0)[:, None]
+    step = block_rows(Z.shape[1])   # per block of rows: no n x p temporary, the same bits
+    norms = np.concatenate([np.linalg.norm(Z[a:a + step], axis=1) for a in range(0, Z.shape[0], step)])
+    return np.divide(Z, np.maximum(norms, 1.0)[:, None], out=Z if overwrite and Z.dtype == np.float64 else None)
 
 
 def softmax_loss_and_gradient(W: np.ndarray, Z: np.ndarray, labels: np.ndarray) -> tuple[float, np.ndarray]:
@@ -154,14 +156,16 @@ def _check_inputs(Z, labels, K) -> tuple:
 
 def fit_multinomial(Z, labels, K: int, epsilon: float, delta: float, rng: np.random.Generator, *,
                     method: str = DEFAULT_METHOD, iterations: int | None = None,
-                    conversion: str = DEFAULT_CONVERSION) -> tuple[np.ndarray, PrivacyLedger, dict]:
+                    conversion: str = DEFAULT_CONVERSION,
+                    overwrite_rows: bool = False) -> tuple[np.ndarray, PrivacyLedger, dict]:
     """Fit a rho-zCDP softmax model on rows Z (n x p, dense or sparse, intercept column included) and
     labels in 0..K-1.
 
     Returns (W, ledger, record): W (K x p, rows centred) gives the scores Z W^T; ``ledger`` holds every
     release (count, gram for ``"bohning"``, T gradients) and sums to rho; ``record`` holds the accounting
     fields (no value computed from the exact data). ``rng`` draws every noise value, in a fixed order,
-    so the fit is deterministic given it. ``iterations`` None: :func:`default_iterations`.
+    so the fit is deterministic given it. ``iterations`` None: :func:`default_iterations`. ``overwrite_rows``:
+    a dense Z is projected in place (the caller's working copy; no second copy of the rows).
     """
     Z, labels, K = _check_inputs(Z, labels, K)
     check_method(method)
@@ -171,7 +175,7 @@ def fit_multinomial(Z, labels, K: int, epsilon: float, delta: float, rng: np.ran
                          "small epsilon (a privacy bug); choose 'bs16', 'cks', 'gdp' or 'paper'")
     rho = epsilon_to_rho(epsilon, delta, conversion)
     ledger = PrivacyLedger(rho, neighbouring=LIBRARY_RELATION)
-    Z = project_rows(Z)
+    Z = project_rows(Z, overwrite=overwrite_rows)
     n, p = Z.shape
 
     rho_count = count_rho(rho)
