@@ -13,7 +13,6 @@ from scipy import special
 from scipy.linalg import blas
 
 from .margin_functions import SOI_COEFFICIENTS
-from .projection import row_ids
 
 
 def gram_pass(problem, coef: np.ndarray | None = None, w: np.ndarray | None = None,
@@ -78,7 +77,8 @@ def sparse_gram_pass(problem, coef: np.ndarray | None, w: np.ndarray | None, kin
         g = -problem._out(Z.T @ special.expit(-m))
         coef = SOI_COEFFICIENTS[kind](m)
         m = problem._out(m)
-    R = sp.csr_matrix((Z.data * problem._in(np.sqrt(coef))[row_ids(Z)], Z.indices, Z.indptr), shape=Z.shape)
+    root = np.repeat(problem._in(np.sqrt(coef)), np.diff(Z.indptr))   # sqrt(c_i) per stored entry
+    R = sp.csr_matrix((Z.data * root, Z.indices, Z.indptr), shape=Z.shape)
     upper = np.triu(problem._out((R.T @ R).toarray()))
     return upper + np.triu(upper, 1).T, g, m
 

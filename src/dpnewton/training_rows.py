@@ -121,10 +121,11 @@ def _sparse_rows(X, row_map: RowMap) -> sparse.csr_matrix:
     indptr = X.indptr.astype(index_dtype) + (np.arange(n + 1, dtype=index_dtype) if extra else 0)
     data, indices = np.empty(size), np.empty(size, dtype=index_dtype)
     if extra:
+        for start, stop, entries in _entry_blocks(X):   # entry j of row i moves to slot j + i
+            where = np.arange(entries.start, entries.stop) + np.repeat(np.arange(start, stop),
+                                                                       np.diff(X.indptr[start:stop + 1]))
+            data[where], indices[where] = X.data[entries], X.indices[entries]
         last = indptr[1:] - 1                   # each row's final slot: the intercept
-        feature = np.ones(size, dtype=bool)
-        feature[last] = False
-        data[feature], indices[feature] = X.data, X.indices
         data[last], indices[last] = row_map.b, d
     else:
         data[:], indices[:] = X.data, X.indices
