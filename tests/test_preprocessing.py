@@ -163,3 +163,45 @@ def test_check_estimator_passes(random_state):
     results = check_estimator(PrivateFeatureScaler(random_state=random_state), on_fail=None, on_skip=None)
     assert [r["check_name"] for r in results if r["status"] == "failed"] == []
     assert sum(r["status"] == "passed" for r in results) >= 40
+
+
+def test_pure_release_is_laplace_with_l1_sensitivity_d():
+    """delta = 0: one Laplace release of scale b = d/epsilon (L1 sensitivity d), recorded as one event of
+    the whole epsilon with delta 0; same seed, neighbour D + row: the noise is identical and the released
+    histograms differ by the row's d one-hot counts (L1 distance d, the sensitivity, attained)."""
+    D = raw_features(400)
+    row = np.array([[-7.0, 3e4, 0.02]])
+    a = PrivateFeatureScaler(epsilon=0.8, delta=0, random_state=5).fit(D)
+    b = PrivateFeatureScaler(epsilon=0.8, delta=0, random_state=5).fit(np.vstack([D, row]))
+    (event,) = a.privacy_ledger_.events
+    assert event == {"mechanism": "laplace", "quantity": "feature-histograms", "epsilon": 0.8, "delta": 0.0,
+                     "l1_sensitivity": 3.0, "scale": 3 / 0.8}
+    assert math.fsum(e["epsilon"] for e in a.privacy_ledger_.events) == 0.8 and not a.privacy_ledger_.entries
+    assert a.epsilon_ == 0.8 and a.delta_ == 0.0 and a.rho_ == 0.5 * 0.8 ** 2
+    record = a.privacy_record_
+    assert record["noise"] == "laplace" and record["epsilon_spent"] == 0.8 and record["delta"] == 0.0
+    assert record["laplace_scale"] == 3 / 0.8 and "pure" in record["guarantee"]
+    assert a.privacy_ledger_.events == b.privacy_ledger_.events
+    diff = b.noisy_histograms_ - a.noisy_histograms_
+    expected = np.zeros_like(diff)
+    expected[np.arange(3), bin_indices(row[0])] = 1.0
+    assert_allclose(diff, expected, atol=1e-9)
+    noise = a.noisy_histograms_ - feature_histograms(D)              # Laplace(b): mean |noise| = b
+    assert abs(np.mean(np.abs(noise)) - 3 / 0.8) < 0.15 * 3 / 0.8
+    assert np.all(a.lower_ < a.upper_) and np.all(np.abs(a.transform(D)) <= 1)
+
+
+def test_estimator_pure_mode_without_bounds_spends_epsilon_with_delta_zero():
+    """DPLogisticRegression(epsilon, delta=0) on raw features: Laplace ranges + pure objpert; the
+    preprocessing and the model's epsilons sum to epsilon, every delta recorded is 0."""
+    rng = np.random.default_rng(0)
+    X = raw_features(3000, seed=1)
+    y = (X[:, 0] + rng.normal(0, 2, len(X)) > 20).astype(int)
+    est = DPLogisticRegression(epsilon=2.0, delta=0).fit(X, y)
+    record = est.privacy_record_
+    pre = record["preprocessing"]
+    assert pre["noise"] == "laplace" and pre["delta"] == 0.0 and record["model_delta"] == 0.0
+    assert record["delta"] == 0.0 and math.isclose(pre["epsilon"] + record["model_epsilon"], 2.0, rel_tol=1e-15)
+    assert pre["epsilon"] + record["model_epsilon"] <= 2.0
+    assert est.preprocessing_.privacy_ledger_.events[0]["epsilon"] == pre["epsilon"]
+    assert est.score(X, y) > 0.6                                       # majority about 0.5

@@ -14,14 +14,20 @@ Mechanism (one Gaussian release, then post-processing only):
    Prop. 1.6]; rho is calibrated to (epsilon, delta) exactly with the ``gdp`` conversion (one
    Gaussian release is mu-GDP with mu = Delta/sigma = sqrt(2 rho), Dong, Roth & Su 2019,
    Cor. 2.13; :mod:`dpnewton.privacy.conversions`), so sigma = sqrt(d)/sqrt(2 rho).
+   Pure epsilon-DP (``delta=0``, :func:`laplace_release`): H~ = H + Lap(b)^{d x B} instead; adding or
+   removing a row moves d entries by 1, L1 sensitivity Delta_1 = d, so b = d / epsilon is epsilon-DP
+   (Laplace mechanism, Dwork, McSherry, Nissim & Smith 2006; Dwork & Roth 2014, Thm 3.6). Recorded with
+   the nominal rho = epsilon^2/2 (:func:`~dpnewton.privacy.conversions.pure_rho`, BS16 Prop. 1.4).
 3. Post-processing (no further access to X), per feature: the bins whose noisy count reaches
-   tau = z sigma, z = Phi^-1(1 - :data:`FALSE_BIN_RATE`/(d B)) (public; an empty bin anywhere in the
-   grid passes with probability about FALSE_BIN_RATE) and the CDF of their noisy counts; when no bin
-   of a feature passes: the window of :data:`WINDOW`
+   tau (public: an empty bin anywhere in the grid passes with probability about
+   :data:`FALSE_BIN_RATE`; Gaussian tau = z sigma, z = Phi^-1(1 - FALSE_BIN_RATE/(d B)); Laplace
+   tau = b ln(d B / (2 FALSE_BIN_RATE)), :func:`thresholds`) and the CDF of their noisy counts; when no
+   bin of a feature passes: the window of :data:`WINDOW`
    consecutive bins with the largest noisy sum (a noisy max over windows: a window's signal is the
-   rows in it, its noise sqrt(WINDOW) sigma, so the bulk of the data wins even when no single bin
-   stands above the noise), inside it the bins whose noisy count reaches :data:`BIN_THRESHOLD_Z` x
-   sigma (else the window's largest bin). The quantiles q_lo,
+   rows in it, so the bulk of the data wins even when no single bin
+   stands above the noise), inside it the bins whose noisy count reaches a threshold an empty bin
+   passes with probability 2.3 % (:data:`BIN_THRESHOLD_Z` sigma; b ln(1/0.046) for Laplace; else the
+   window's largest bin). The quantiles q_lo,
    q_hi (:attr:`PrivateFeatureScaler.quantiles`) of the kept counts' CDF, interpolated inside their
    bin (log-uniform, as the grid), are the feature's range [lower_f, upper_f].
 
@@ -46,7 +52,7 @@ from scipy import sparse, special
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .privacy.conversions import epsilon_to_rho, rho_to_epsilon
+from .privacy.conversions import epsilon_to_rho, pure_rho, rho_to_epsilon
 from .privacy.ledger import PrivacyLedger
 from .privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION, relation_sentence
 from .seeding import RunIdentity, validate_seed
@@ -74,11 +80,29 @@ internal split, 0.69 / 0.74 / 0.74 on the synthetic data of tests/test_estimator
 CONVERSION = "gdp"
 """The (epsilon, delta) -> rho conversion of the single Gaussian release (exact for it)."""
 RELEASE = "feature-histograms"
+GAUSSIAN, LAPLACE = "gaussian", "laplace"
+"""The release's noise law: Gaussian ((epsilon, delta) with delta > 0), Laplace (delta = 0, pure)."""
 
 
 def threshold_z(d: int) -> float:
     """tau / sigma = Phi^-1(1 - FALSE_BIN_RATE / (d B)): public (d and B only)."""
     return float(-special.ndtri(FALSE_BIN_RATE / (d * N_BINS)))
+
+
+def thresholds(d: int, scale: float, law: str) -> tuple[float, float]:
+    """(tau, window threshold) of step 3 for noise ``scale`` (Gaussian sigma, or Laplace b): the noisy
+    count an empty bin exceeds with probability FALSE_BIN_RATE/(d B), resp. Q(BIN_THRESHOLD_Z) = 2.3 %.
+    Laplace tails: P(Lap(b) >= t) = exp(-t/b)/2. Public (d, B, the scale)."""
+    if law == GAUSSIAN:
+        return threshold_z(d) * scale, BIN_THRESHOLD_Z * scale
+    window_rate = float(special.ndtr(-BIN_THRESHOLD_Z))
+    return scale * math.log(d * N_BINS / (2 * FALSE_BIN_RATE)), scale * math.log(1 / (2 * window_rate))
+
+
+def laplace_scale(d: int, epsilon: float) -> float:
+    """b = Delta_1 / epsilon with Delta_1 = d (one row moves one count of each of d histograms): the
+    Laplace mechanism's epsilon-DP scale [Dwork & Roth 2014, Thm 3.6]. Public (d, epsilon)."""
+    return d / float(epsilon)
 
 
 def bin_indices(values: np.ndarray) -> np.ndarray:
@@ -106,19 +130,20 @@ def feature_histograms(X) -> np.ndarray:
     return H
 
 
-def ranges_from_histograms(noisy: np.ndarray, sigma: float,
-                           quantiles: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
-    """(lower, upper) per feature from the released histograms (post-processing, module docstring step 3)."""
+def ranges_from_histograms(noisy: np.ndarray, scale: float, quantiles: tuple[float, float],
+                           law: str = "gaussian") -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) per feature from the released histograms (post-processing, module docstring step 3);
+    ``scale`` and ``law``: the release's noise (Gaussian sigma or Laplace b)."""
     d = noisy.shape[0]
     window_sums = sum(noisy[:, k:N_BINS - WINDOW + 1 + k] for k in range(WINDOW))
     start = np.argmax(window_sums, axis=1)
     lower, upper = np.empty(d), np.empty(d)
-    tau = threshold_z(d) * sigma
+    tau, window_tau = thresholds(d, scale, law)
     for f in range(d):
         kept = np.where(noisy[f] >= tau, noisy[f], 0.0)
         window = slice(start[f], start[f] + WINDOW)
         if kept.sum() <= 0:
-            kept[window] = np.where(noisy[f, window] >= BIN_THRESHOLD_Z * sigma, noisy[f, window], 0.0)
+            kept[window] = np.where(noisy[f, window] >= window_tau, noisy[f, window], 0.0)
         if kept.sum() <= 0:  # nothing in the window stands out either: its largest bin
             kept[start[f] + int(np.argmax(noisy[f, window]))] = 1.0
         cdf = np.cumsum(kept)
@@ -138,6 +163,23 @@ def _quantile(cdf: np.ndarray, q: float) -> float:
     if a * b > 0:   # a power-of-8 bin: log-uniform inside it, as the grid itself
         return float(np.sign(a) * abs(a) ** (1.0 - frac) * abs(b) ** frac)
     return float(a + frac * (b - a))
+
+
+def gaussian_release(H: np.ndarray, epsilon: float, ledger: PrivacyLedger, rng) -> tuple[np.ndarray, float]:
+    """(H + sigma xi, sigma): the whole budget of ``ledger`` on one Gaussian release of L2 sensitivity
+    sqrt(d), sigma = sqrt(d)/sqrt(2 rho) (module docstring step 2)."""
+    sigma = ledger.charge(0, RELEASE, math.sqrt(H.shape[0]), ledger.budget_rho)
+    return H + ledger.draw_noise(RELEASE, H, sigma, rng), sigma
+
+
+def laplace_release(H: np.ndarray, epsilon: float, ledger: PrivacyLedger, rng) -> tuple[np.ndarray, float]:
+    """(H + Lap(b), b), b = :func:`laplace_scale` (d, epsilon): the pure epsilon-DP release (delta = 0),
+    recorded on ``ledger`` as one event of the whole epsilon (module docstring step 2)."""
+    d = H.shape[0]
+    b = ledger.noise(RELEASE, laplace_scale(d, epsilon))
+    ledger.charge_event({"mechanism": "laplace", "quantity": RELEASE, "epsilon": float(epsilon), "delta": 0.0,
+                         "l1_sensitivity": float(d), "scale": laplace_scale(d, epsilon)})
+    return H + rng.laplace(0.0, b, H.shape), b
 
 
 def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -177,13 +219,15 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
 
     Guarantee: the fitted ranges (and everything computed from them) are (epsilon, delta)-DP
     with respect to adding or removing one row, n private (one Gaussian release of the per-feature
-    histograms on a public log-scale grid; sensitivity sqrt(d); see the module docstring for the
-    formula and its sources). With ``bounds`` nothing is released and nothing is spent.
+    histograms on a public log-scale grid, L2 sensitivity sqrt(d); with ``delta=0`` one Laplace release,
+    L1 sensitivity d, pure epsilon-DP; module docstring for the formulas and their sources). With
+    ``bounds`` nothing is released and nothing is spent.
 
     Parameters
     ----------
     epsilon, delta : float, float or None
-        Budget of the release; delta None is the library's public default (LIBRARY_DELTA).
+        Budget of the release; delta None is the library's public default (LIBRARY_DELTA); delta 0 is
+        the pure Laplace release (:func:`laplace_release`).
     bounds : sequence of (lo, hi) pairs or None
         Per-feature ranges known WITHOUT the private data. Given: no release, no spend.
     quantiles : (float, float), default DEFAULT_QUANTILES (0.05, 0.95)
@@ -234,12 +278,13 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         private = self.bounds is None
         if private:
             delta = LIBRARY_DELTA if self.delta is None else self.delta
-            rho = epsilon_to_rho(self.epsilon, delta, CONVERSION)   # checks epsilon and delta
+            law = LAPLACE if delta == 0 else GAUSSIAN
+            rho = pure_rho(self.epsilon) if law == LAPLACE else epsilon_to_rho(self.epsilon, delta, CONVERSION)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64)
         d = X.shape[1]
         if private:
             ledger = PrivacyLedger(rho, neighbouring=LIBRARY_RELATION)
-            self.lower_, self.upper_, self.noisy_histograms_ = self._private_ranges(X, ledger, quantiles, seed)
+            self.lower_, self.upper_, self.noisy_histograms_ = self._private_ranges(X, ledger, quantiles, seed, law)
             self.epsilon_, self.delta_, self.rho_ = float(self.epsilon), float(delta), float(rho)
         else:
             self.lower_, self.upper_ = check_bounds(self.bounds, d)
@@ -252,27 +297,34 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         self.privacy_record_ = self._record(ledger, quantiles)
         return self
 
-    def _private_ranges(self, X, ledger: PrivacyLedger, quantiles, seed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _private_ranges(self, X, ledger: PrivacyLedger, quantiles, seed,
+                        law: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The release and its post-processing (module docstring): (lower, upper, H~)."""
-        d = X.shape[1]
-        sigma = ledger.charge(0, RELEASE, math.sqrt(d), ledger.budget_rho)
         rng = RunIdentity("user", "private-feature-scaler", float(self.epsilon), seed, 1).generator(RELEASE)
-        noisy = feature_histograms(X) + sigma * rng.standard_normal((d, N_BINS))
-        lower, upper = ranges_from_histograms(noisy, sigma, quantiles)
+        noisy, scale = (laplace_release if law == LAPLACE else gaussian_release)(
+            feature_histograms(X), float(self.epsilon), ledger, rng)
+        lower, upper = ranges_from_histograms(noisy, scale, quantiles, law)
         return lower, upper, noisy
 
     def _record(self, ledger: PrivacyLedger, quantiles) -> dict:
         record = {"epsilon": self.epsilon_, "delta": self.delta_, "rho": self.rho_,
                   "neighbouring": LIBRARY_RELATION, "lower": self.lower_.tolist(), "upper": self.upper_.tolist()}
-        if not ledger.entries:
+        if self.noisy_histograms_ is None:
             return {**record, "source": "public bounds (no release)"}
+        common = {**record, "source": "private histograms", "release": RELEASE, "window": WINDOW,
+                  "quantiles": list(quantiles), "bins": N_BINS}
+        if not ledger.entries:   # the pure release: one Laplace event
+            event = ledger.events[0]
+            return {**common, "noise": LAPLACE, "conversion": "pure", "epsilon_spent": event["epsilon"],
+                    "guarantee": f"epsilon-DP (pure) {relation_sentence(LIBRARY_RELATION)}",
+                    "l1_sensitivity": event["l1_sensitivity"], "laplace_scale": event["scale"],
+                    "threshold": thresholds(len(self.lower_), event["scale"], LAPLACE)[0]}
         entry = ledger.entries[0]
-        return {**record, "source": "private histograms", "conversion": CONVERSION,
+        return {**common, "noise": GAUSSIAN, "conversion": CONVERSION,
                 "epsilon_spent": rho_to_epsilon(ledger.spent_rho, self.delta_, CONVERSION),
                 "guarantee": f"(epsilon, delta)-DP {relation_sentence(LIBRARY_RELATION)}",
-                "release": RELEASE, "sensitivity": entry.sensitivity, "sigma": entry.sigma,
-                "threshold_z": threshold_z(len(self.lower_)), "window": WINDOW, "quantiles": list(quantiles),
-                "bins": N_BINS, "ledger_rho_total": ledger.spent_rho}
+                "sensitivity": entry.sensitivity, "sigma": entry.sigma,
+                "threshold_z": threshold_z(len(self.lower_)), "ledger_rho_total": ledger.spent_rho}
 
     def transform(self, X):
         """(clip(x, lower_, upper_) - center_) / half_width_, in [-1, 1]; sparse X stays sparse."""
@@ -294,4 +346,5 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
 
 
 __all__ = ["BIN_EDGES", "DEFAULT_QUANTILES", "N_BINS", "PrivateFeatureScaler", "affine_map", "check_bounds",
-           "feature_histograms", "ranges_from_histograms"]
+           "feature_histograms", "gaussian_release", "laplace_release", "laplace_scale", "ranges_from_histograms",
+           "thresholds"]
