@@ -1,5 +1,5 @@
 """Empirical privacy audit of every optimizer: writes benchmarks/results/privacy_audit.csv and
-docs/privacy_audit.md (all but its hand-written small-n section, which is kept).
+docs/privacy_audit.md (all but its hand-written small-n and softmax sections, which are kept).
 
     python benchmarks/privacy_audit.py [--trials 10000] [--epsilon 3] [--n 50] [--d 2] [--seed 0]
 
@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 CSV_PATH = REPO / "benchmarks" / "results" / "privacy_audit.csv"
 DOC_PATH = REPO / "docs" / "privacy_audit.md"
-#: the doc's hand-written tail (benchmarks/small_n_audit.py's results), kept when the doc is rewritten
+#: the doc's hand-written tail (the small-n and softmax audits' results), kept when the doc is rewritten
 KEPT_SECTION = "## Small n"
 GDP_FLOATS = ("mu_claimed", "mu_audited_part", "mu_lb", "epsilon_lb_gdp")
 

@@ -13,6 +13,11 @@ bound <= its claimed epsilon; a deliberately broken one (``half-noise``, ``wrong
 
 :mod:`.greybox` is the grey-box complement: each card run on D and on a neighbour with the same seed, the
 neighbour replaying D's releases, every release's input checked against its sensitivity.
+
+The library's mechanisms outside the cards have their own black-box audits, each with a pilot that fixes
+the threshold and broken variants that must be caught: :mod:`.small_n` (the estimator at n = 3 vs 4),
+:mod:`.small_n_preprocessing` (the private feature ranges) and :mod:`.multinomial` (the softmax fit for
+K > 2 classes).
 """
 
 from __future__ import annotations
