@@ -293,3 +293,22 @@ def test_the_results_browser_reads_a_csv_table_verified(tmp_path):
     assert list(read_table(path)["excess_loss"]) == [0.125, 0.25]
     change_one_digit(path)
     damaged(path, read_table)
+
+
+def test_the_T_cap_itself_is_accepted_at_load():
+    """No false alarm: T = MAX_ITERATIONS (the cap, which a run accepts) loads."""
+    from dpnewton.experiment import MAX_ITERATIONS
+
+    _load(**{"algorithms__dp-gd": {"iterations": [2, MAX_ITERATIONS]}})
+
+
+def test_a_grid_extension_stops_at_the_runs_cap():
+    """A default extension cap above MAX_ITERATIONS (a grid ending at 524,288, doubled) is not stated by
+    the config, so it loads; the extension then stops below the runs' cap instead of failing in the job."""
+    from dpnewton.pipeline.jobs import next_extension
+
+    grid = [262_144, 524_288]
+    rows = [{"iterations": t, "excess_loss": 1.0 / t} for t in grid]   # best at the top edge
+    assert next_extension(rows, grid, {"factor": 2, "max_iterations": 2**21}) == []
+    assert next_extension(rows[:1] + [{"iterations": 400_000, "excess_loss": 0.0}], [262_144, 400_000],
+                          {"factor": 2, "max_iterations": 2**21}) == [800_000]
