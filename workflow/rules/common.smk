@@ -109,10 +109,11 @@ def check_results():
 
 def result_checks():
     """(path, check) of every file of the plan that a rule reads (prepared data, optima, run and
-    track rows, curves, ledgers, timings, benchmark files) and of the tables that figures and reports read."""
+    track rows, curves, timings; benchmark files without a digest, as written by Snakemake) and of the
+    tables that figures and reports read."""
     io, agg = dpnewton("io"), dpnewton("pipeline.aggregate")
     problems, tracks, prepare = dpnewton("problems"), dpnewton("pipeline.tracks"), dpnewton("data.prepare")
-    timing, jobs, resources = dpnewton("pipeline.timing"), dpnewton("pipeline.jobs"), dpnewton("pipeline.resources")
+    timing, resources = dpnewton("pipeline.timing"), dpnewton("pipeline.resources")
     checks = []
     for ds in datasets():
         npz, js = Path(f"results/data/{ds}.npz"), Path(f"results/data/{ds}.json")
@@ -126,9 +127,11 @@ def result_checks():
     checks += [(p, lambda p: io.read_parquet(p, fix=agg.RUN_FIX)) for p in all_job_curves()]
     checks += [(p, lambda p: io.check_csv(p, min_rows=1, fix=tracks.ROWS_FIX)) for p in all_track_rows()]
     checks += [(p, lambda p: io.check_csv(p, min_rows=1, fix=timing.TIMING_FIX)) for p in all_timings()]
-    ledgers = [jobs.ledger_path(p) for p in all_job_rows() + all_track_rows()]
-    checks += [(p, lambda p: io.read_parquet(p, fix=agg.RUN_FIX)) for p in ledgers]
-    checks += [(p, resources.read_benchmark) for paths in all_benchmarks().values() for p in paths]
+    checks += [
+        (p, lambda p: io.check_csv(p, min_rows=1, fix=resources.BENCHMARK_FIX, sep="\t"))
+        for paths in all_benchmarks().values()
+        for p in paths
+    ]
     return checks + table_checks()
 
 
