@@ -12,6 +12,8 @@ readers need to notice it:
   (:func:`dpnewton.pipeline.aggregate.write_frame`);
 * parquet (:func:`atomic_write_parquet`): the footer (row count, schema; missing in a cut file), a
   CRC per data page and a digest of the whole frame in the footer, verified by :func:`read_parquet`;
+* JSON (:func:`atomic_write_json` with ``digest``): the object's own SHA-256 in a field
+  (:func:`json_digest`), verified by :func:`read_json` (``protocol.json``, the sidecars below);
 * npz (:func:`atomic_write_npz`): the zip directory at the end of the file (:func:`check_npz`); a
   prepared dataset and the optimum cache also record the npz's SHA-256 in their JSON sidecar
   (:mod:`dpnewton.data.prepare`, :mod:`dpnewton.problems`), and the sidecar its own
@@ -95,7 +97,11 @@ def to_json(obj, **kw) -> str:
     return json.dumps(_strict(obj), allow_nan=False, **kw)
 
 
-def atomic_write_json(path, obj) -> None:
+def atomic_write_json(path, obj, digest: bool = False) -> None:
+    """``obj`` as strict, indented JSON; with ``digest``, plus its own :func:`json_digest` in the field
+    :data:`JSON_DIGEST_KEY`, which :func:`read_json` verifies."""
+    if digest:
+        obj = {**obj, JSON_DIGEST_KEY: json_digest(obj)}
     atomic_write_text(path, to_json(obj, indent=2, sort_keys=True) + "\n")
 
 
@@ -331,11 +337,13 @@ def check_json_digest(path, obj: dict, fix: str = DELETE_FIX) -> dict:
 
 
 def read_json(path, fix: str = DELETE_FIX):
-    """``json.loads`` of a file; a file that does not parse is a :class:`DamagedFileError`."""
+    """``json.loads`` of a file, verified: a file that does not parse, or an object that does not match
+    the :func:`json_digest` it records (:func:`check_json_digest`), is a :class:`DamagedFileError`."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise DamagedFileError(path, f"not complete JSON: {exc}", fix) from None
+    return check_json_digest(path, obj, fix) if isinstance(obj, dict) else obj
 
 
 def damaged(checks) -> list[DamagedFileError]:

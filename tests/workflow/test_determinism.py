@@ -75,7 +75,8 @@ TIMING_DERIVED = {"table1": re.compile(r"^eps="), "table1_long": re.compile(r"^r
                   # measured resource use of the jobs (rule resources; its rules and job counts are compared)
                   "resources": re.compile(r"^(wall_s|cpu_s|max_rss_mb)_")}
 PROVENANCE_MAY_DIFFER = {"git_revision", *HOST_COLUMNS}
-PROTOCOL_MAY_DIFFER = {"git_revisions", "host"}
+#: the protocol fields that depend on the machine (json_sha256: its digest, which covers the host block)
+PROTOCOL_MAY_DIFFER = {"git_revisions", "host", "json_sha256"}
 
 
 def snakemake_cmd(workdir: Path, *extra: str) -> list[str]:

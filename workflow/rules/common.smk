@@ -109,10 +109,11 @@ def check_results():
 
 def result_checks():
     """(path, check) of every file of the plan that a rule reads (prepared data, optima, run and
-    track rows, curves, timings) and of the tables that figures and reports read."""
+    track rows, curves, timings; benchmark files without a digest, as written by Snakemake) and of the
+    tables that figures and reports read."""
     io, agg = dpnewton("io"), dpnewton("pipeline.aggregate")
     problems, tracks, prepare = dpnewton("problems"), dpnewton("pipeline.tracks"), dpnewton("data.prepare")
-    timing = dpnewton("pipeline.timing")
+    timing, resources = dpnewton("pipeline.timing"), dpnewton("pipeline.resources")
     checks = []
     for ds in datasets():
         npz, js = Path(f"results/data/{ds}.npz"), Path(f"results/data/{ds}.json")
@@ -126,14 +127,23 @@ def result_checks():
     checks += [(p, lambda p: io.read_parquet(p, fix=agg.RUN_FIX)) for p in all_job_curves()]
     checks += [(p, lambda p: io.check_csv(p, min_rows=1, fix=tracks.ROWS_FIX)) for p in all_track_rows()]
     checks += [(p, lambda p: io.check_csv(p, min_rows=1, fix=timing.TIMING_FIX)) for p in all_timings()]
+    checks += [
+        (p, lambda p: io.check_csv(p, min_rows=1, fix=resources.BENCHMARK_FIX, sep="\t"))
+        for paths in all_benchmarks().values()
+        for p in paths
+    ]
     return checks + table_checks()
 
 
 def table_checks():
-    """(path, check) of the tables: every parquet file read verified (page CRCs, frame digest), and each
-    CSV mirror against its twin (row count, SHA-256)."""
+    """(path, check) of the tables: every parquet file read verified (page CRCs, frame digest), each
+    CSV mirror against its twin (row count, SHA-256), and protocol.json against its own digest."""
     io, agg = dpnewton("io"), dpnewton("pipeline.aggregate")
-    names = {"aggregate": TABLES + ["floor", "frontier"], "tracks_table": ["private_selection", "fixed_rule"]}
+    names = {
+        "aggregate": TABLES + ["floor", "frontier"],
+        "tracks_table": ["private_selection", "fixed_rule"],
+        "resources": ["resources"],
+    }
     checks = []
     for rule, tables in names.items():
         fix = f"delete it and run `snakemake {{path}}`: rule {rule} recomputes it"
@@ -144,7 +154,10 @@ def table_checks():
                 (csv, lambda p, pq=pq, fix=fix: agg.check_table_csv(p, pq, fix) if Path(pq).exists() else None),
             ]
     fix = "delete it and run `snakemake {path}`: rule aggregate recomputes it"
-    return checks + [("results/tables/best_curves.parquet", lambda p: io.read_parquet(p, fix))]
+    return checks + [
+        ("results/tables/best_curves.parquet", lambda p: io.read_parquet(p, fix)),
+        ("results/tables/protocol.json", lambda p: io.read_json(p, fix)),
+    ]
 
 
 def conf():

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import atomic_write_text, read_json, read_parquet
+from ..io import atomic_write_text, read_csv, read_json, read_parquet
 from .browser_page import render
 
 #: the tie rule in the page's words
@@ -44,12 +44,13 @@ DIGITS = 4
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A table by its suffix: parquet read verified (:func:`dpnewton.io.read_parquet`), CSV as is."""
+    """A table by its suffix, read verified (:func:`dpnewton.io.read_parquet`, :func:`dpnewton.io.read_csv`:
+    complete, and unchanged when it records its digest); a damaged file is a DamagedFileError naming it."""
     path = Path(path)
     if path.suffix == ".parquet":
         return read_parquet(path)
     if path.suffix == ".csv":
-        return pd.read_csv(path)
+        return read_csv(path)
     raise ValueError(f"{path}: not a .parquet or .csv table; give the table's parquet or CSV file")
 
 

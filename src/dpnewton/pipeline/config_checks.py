@@ -7,7 +7,8 @@ runs) meets, for every job of the config's plan, the checks its job would meet f
   and the job build it (:func:`dpnewton.algorithms.registry.build_config`): misspelled names, values
   out of range, values of the wrong type; a non-iterative card (``iterative=False``, e.g. aop) takes
   the T grid ``[1]`` only;
-* ``seeds`` and every T (grids and caps): stored as 64-bit integers in the run rows;
+* ``seeds``: stored as 64-bit integers in the run rows; every T of a grid and every cap a config
+  states: at most the runs' public cap :data:`dpnewton.experiment.MAX_ITERATIONS`;
 * ``datasets.<name>.options``: names and types (:func:`dpnewton.data.prepare.check_options`);
 * ``holdout``: both splits non-empty, for every dataset whose row count is known without its data
   (:func:`known_rows`);
@@ -29,12 +30,13 @@ from ..algorithms.registry import build_config
 from ..data import DatasetError
 from ..data.prepare import check_options
 from ..data.registry import get_spec
+from ..experiment import MAX_ITERATIONS
 from ..holdout import holdout_fraction, holdout_split
 from ..privacy.conversions import MAX_EPSILON, epsilon_to_rho, rho_to_epsilon
 from ..privacy.neighbouring import BENCHMARK_RELATION, check_delta_for_rows, resolve_delta
 from .plan import eps_label, expand, job_members, seed_list, studies
 
-#: the largest seed or T: the run rows store them as 64-bit integers
+#: the largest seed: the run rows store seeds as 64-bit integers
 INT64_MAX = 2**63 - 1
 
 
@@ -46,7 +48,7 @@ def check_job_values(cfg: dict, registry) -> None:
             raise ValueError(f"config key seeds: {seed} is above 2**63 - 1, the largest seed the run rows store; "
                              "use smaller seeds")
     for name, algo in plan.algorithms.items():
-        check_hyper(name, algo, registry)
+        check_hyper(name, algo, registry, (cfg.get("algorithms") or {}).get(name))
     rows = {}
     for name, entry in plan.datasets.items():
         try:
@@ -100,14 +102,18 @@ def check_tracks(cfg: dict, plan) -> None:
                              "or mu; tnb: eta with mean or gamma; geometric, logarithmic: mean or gamma)") from None
 
 
-def check_hyper(name: str, algo: dict, registry) -> None:
-    """``algorithms.<name>``: its hyper-parameters build the card's configuration class; its T values fit
-    the run rows; a non-iterative card runs T = 1 only."""
+def check_hyper(name: str, algo: dict, registry, entry: dict | None = None) -> None:
+    """``algorithms.<name>`` (``algo``: its plan entry; ``entry``: its config entry): its hyper-parameters
+    build the card's configuration class; its T grid and the caps it states are within the runs' cap (a
+    grid extension's default cap is not stated: the extension stops at the runs' cap,
+    :func:`dpnewton.pipeline.jobs.next_extension`); a non-iterative card runs T = 1 only."""
+    entry = entry or {}
     card = registry[algo["base"]]
-    Ts = list(algo["iterations"]) + [algo["max_iterations"] or 0] + list(algo["max_iterations_by_epsilon"].values())
-    if max(Ts) > INT64_MAX:
-        raise ValueError(f"config key algorithms.{name}: T = {max(Ts)} is above 2**63 - 1, the largest T the run rows "
-                         "store; use a smaller grid or cap")
+    Ts = [*algo["iterations"], entry.get("max_iterations") or 0, *algo["max_iterations_by_epsilon"].values()]
+    if max(Ts) > MAX_ITERATIONS:
+        raise ValueError(f"config key algorithms.{name}: T = {max(Ts):,} is above the cap of {MAX_ITERATIONS:,} "
+                         "updates of every run (dpnewton.experiment.MAX_ITERATIONS), which its job would refuse; "
+                         "use a smaller T grid or cap")
     if not card.iterative and algo["iterations"] != [1]:
         raise ValueError(f"config key algorithms.{name}: {algo['base']} is not iterative (its runs ignore T), so its "
                          f"T grid {algo['iterations']} must be [1]; set iterations: [1]")

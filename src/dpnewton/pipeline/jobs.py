@@ -61,7 +61,7 @@ import scipy
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from ..algorithms import get_algorithm
-from ..experiment import RunGroup, check_run, resolve_budget, result_record, run_groups
+from ..experiment import MAX_ITERATIONS, RunGroup, check_run, resolve_budget, result_record, run_groups
 from ..holdout import heldout_metrics
 from ..io import atomic_path, atomic_write_csv, atomic_write_parquet, read_parquet
 from ..privacy.neighbouring import BENCHMARK_RELATION, resolve_delta
@@ -624,7 +624,8 @@ def pass_capped(ext: dict | None, algorithm: str, n: int, d: int, hyper: dict | 
 def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[int]:
     """New T values to run when the best mean-over-seeds T is at an edge of the grid so far.
 
-    Upwards: the largest T x ``factor`` while that stays <= ``max_iterations``. Downwards: the
+    Upwards: the largest T x ``factor`` while that stays <= ``max_iterations`` and the runs' public cap
+    :data:`dpnewton.experiment.MAX_ITERATIONS`. Downwards: the
     smallest T // ``factor`` (at least 1) while the smallest T is above 1, so that a best T at the
     bottom of a grid such as DP-GD's {10, 30, ...} is made interior or reaches T = 1, the smallest
     admissible T. [] when there is nothing to extend (interior best T, all means non-finite, the cap
@@ -638,7 +639,7 @@ def next_extension(rows: list[dict], grid: list[int], ext: dict | None) -> list[
     factor = int(ext["factor"])
     if best == max(seen):
         nxt = int(best * factor)
-        return [nxt] if nxt <= int(ext["max_iterations"]) and nxt not in seen else []
+        return [nxt] if nxt <= min(int(ext["max_iterations"]), MAX_ITERATIONS) and nxt not in seen else []
     if best == min(seen) and best > 1:
         nxt = max(1, best // factor)
         return [nxt] if nxt not in seen else []

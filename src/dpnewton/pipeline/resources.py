@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import DamagedFileError, atomic_write_csv, atomic_write_parquet, read_csv
+from ..io import DamagedFileError, read_csv
+from .aggregate import write_frame
 
 log = logging.getLogger("dpnewton.pipeline")
 
@@ -83,6 +84,5 @@ def write_resources(benchmarks: dict[str, list[str]], parquet: str | Path, csv: 
         log.info("%s: %d jobs (%d without a benchmark file), wall q50 %.3g s / max %.3g s, CPU sum %.4g s, "
                  "max RSS %.4g MB", r.rule, r.n_jobs, r.n_missing, r.wall_s_q50, r.wall_s_max, r.cpu_s_sum,
                  r.max_rss_mb_max)
-    atomic_write_parquet(parquet, table)
-    atomic_write_csv(csv, table, count_rows=False)
+    write_frame(table, parquet, csv)
     return table

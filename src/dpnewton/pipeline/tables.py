@@ -77,7 +77,7 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
         "package_versions": sorted(prov["package_version"].astype(str).unique()),
         "git_revisions": sorted(prov["git_revision"].astype(str).unique()),
         **provenance_summary(runs),
-        "table1": {"baseline": base_alg, "ours": ours, "conversion": conversion}})
+        "table1": {"baseline": base_alg, "ours": ours, "conversion": conversion}}, digest=True)
     log.info("wrote %d summary rows, %d best-T cells (%d at a grid edge), Table 1 for %d datasets",
              len(summary), len(best), int(best["at_edge"].sum()), len(t1))
     return frames

@@ -43,10 +43,11 @@ import numpy as np
 import pandas as pd
 
 from ..experiment import last_iterate_only, resolve_budget, run_at_rho
-from ..io import atomic_write_csv, atomic_write_parquet, read_csv, read_parquet
+from ..io import atomic_write_csv, read_csv, read_parquet
 from ..privacy import PrivacyLedger
 from ..problems import load_split_from_prepared
 from ..tuning import CONVERSION_LABEL, private_select
+from .aggregate import write_frame
 from .jobs import (checkpoint_dir, flatten_record, ledger_frame, ledger_path, load_checkpoint, provenance,
                    save_checkpoint, unit_ledger, utc_timestamp, write_ledger)
 from .plan import eps_label
@@ -322,6 +323,5 @@ def write_track_tables(row_files, outputs: dict[str, tuple[str | Path, str | Pat
     table = track_table(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame(columns=TABLE_KEYS)
     for track, (parquet, csv) in outputs.items():
         part = table[table["track"] == track]
-        atomic_write_parquet(parquet, part)
-        atomic_write_csv(csv, part, count_rows=False)
+        write_frame(part, parquet, csv)
     return table
