@@ -265,7 +265,7 @@ def test_a_dataset_pass_cap_enters_its_jobs_extension_rule():
 
 def test_pass_cap_in_iterations_known_answers():
     from dpnewton.pipeline.frontier import pass_equivalents
-    from dpnewton.pipeline.jobs import pass_capped
+    from dpnewton.pipeline.t_search import pass_capped
 
     ext = {"factor": 2, "max_iterations": 307200, "max_passes": 76800}
     assert pass_capped(ext, "dp-gd", 12000, 784)["max_iterations"] == 76800        # one pass per step
@@ -282,7 +282,7 @@ def test_pass_cap_in_iterations_known_answers():
 
 
 def test_grid_extension_rule():
-    from dpnewton.pipeline.jobs import next_extension
+    from dpnewton.pipeline.t_search import next_extension
 
     def rows(means):
         return [{"iterations": T, "excess_loss": m + d} for T, m in means.items() for d in (-0.01, 0.01)]

@@ -199,7 +199,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     for col in ("base_algorithm", "hyper"):
         if col in runs:
             out[col] = g[col].first().to_numpy()
-    if "probe_rejected_T" in runs:   # the T search's seed-0 probe (dpnewton.pipeline.jobs.TSearch)
+    if "probe_rejected_T" in runs:   # the T search's seed-0 probe (dpnewton.pipeline.t_search.TSearch)
         out["probe_rejected_T"] = g["probe_rejected_T"].agg(lambda x: int(pd.to_numeric(x).fillna(0).max())).to_numpy()
     if "solver_steps" in runs:
         out["solver_steps_mean"] = g["solver_steps"].agg(_mean).to_numpy()
@@ -248,7 +248,7 @@ def best_t(summary: pd.DataFrame) -> pd.DataFrame:
 
 def _probed_past(best: pd.Series, T: int, edge: str) -> bool:
     """Whether the T search's first-seed probe ran the next T beyond this edge and stopped the search
-    there (``probe_rejected_T``, :func:`dpnewton.pipeline.jobs.probe_passes`): seed 0 did worse at it
+    there (``probe_rejected_T``, :func:`dpnewton.pipeline.t_search.probe_passes`): seed 0 did worse at it
     than every seed at the best T, so the best T is interior on that evidence (edge "probed", not an edge)."""
     probe = best.get("probe_rejected_T", 0)
     probe = 0 if pd.isna(probe) else int(probe)
