@@ -208,7 +208,8 @@ class JobSpec:
                 for name, m in _members(spec).items():
                     _check_keys(f"members.{name}", m, SHARED_MEMBER_KEYS)
                     raw[name] = {"algorithm": name, **cell, **m}
-            members = {k: Member.from_dict(f"members.{k}" if shape == "shared" else "(single)", m) for k, m in raw.items()}
+            members = {k: Member.from_dict(f"members.{k}" if shape == "shared" else "(single)", m)
+                       for k, m in raw.items()}
             shared = {k: v for k, v in _hyper(spec).items() if k != "average"}
             if shape == "shared" and ("average" in spec["hyper"] or any(
                     {k: v for k, v in m.hyper.items() if k != "average"} != shared for m in members.values())):

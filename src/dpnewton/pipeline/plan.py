@@ -7,7 +7,8 @@ models of every configuration that shares its trajectory (:func:`share_trajector
 configuration, conversion and epsilon (:func:`group_jobs`): its runs step together in one batch. With
 ``job_grouping: algorithm`` every algorithm's jobs are grouped so (fewer, longer jobs: less start-up
 per run), those of a card that is not ``lockstep`` running one trajectory after another.
-Everything that determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``config_hash``
+Everything that determines a job's rows is collected in :attr:`Job.spec` (a serialised :class:`~.jobspec.JobSpec`,
+checked by the job); its hash is the ``config_hash``
 column of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
 A ``holdout`` enters the specs (and the protocol) only when it is on, so the jobs of a config
 without one keep their hashes.
@@ -73,7 +74,7 @@ class Job:
     conversion: str
     eps: str                      # path label of epsilon
     chunk: str                    # path label of the seed chunk
-    spec: dict = field(hash=False, compare=False)
+    spec: dict = field(hash=False, compare=False)  # serialised :class:`~.jobspec.JobSpec` (its config hash)
 
     @property
     def stem(self) -> str:
