@@ -1,7 +1,8 @@
 """Running optimizers on a problem: budgets, seeding and one result record per run.
 
 :func:`run_algorithm` runs every (seed, T) pair of one (dataset, algorithm, epsilon) as one batch;
-:func:`run_groups` runs several groups of runs (:class:`RunGroup`: a configuration at a budget) of one
+:func:`budgeted_group` checks a group's arguments and computes its budget once (the CLI, the estimator and
+the pipeline's jobs all build their groups there); :func:`run_groups` runs several groups of runs (:class:`RunGroup`: a configuration at a budget) of one
 dataset and algorithm as one batch, which a ``lockstep`` card steps together. Each run gets
 
 * rho from (epsilon, delta) through the named ``conversion`` (:mod:`dpnewton.privacy`), with
@@ -231,8 +232,8 @@ def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: 
                conversion: str, rho: float, runs: Iterable[tuple[int | None, int]], hyper: dict | None = None,
                blas_threads: int = 1, loss_iterates: LossIterates | None = None,
                neighbouring: str = BENCHMARK_RELATION, averages: Sequence[str] = ()) -> list[RunResult]:
-    """Run ``algorithm`` once per (seed, T) of ``runs`` with a given zCDP budget ``rho`` (the
-    second half of :func:`run_algorithm`, which derives rho from epsilon). ``epsilon``, ``delta``
+    """Run ``algorithm`` once per (seed, T) of ``runs`` with a given zCDP budget ``rho`` (where
+    :func:`run_algorithm` derives rho from epsilon, :func:`budgeted_group`). ``epsilon``, ``delta``
     and ``conversion`` label the runs (identity, seeding, records); only the accountant-calibrated
     methods (DP-SGD, minibatch Newton, AOP) read epsilon instead of rho. Used by
     :func:`dpnewton.tuning.private_select`, whose candidates get a rho calibrated for the whole
