@@ -2,7 +2,7 @@
 
 The claims config extends every T grid until its best T is interior or a run would exceed the dataset's
 ``max_passes`` (pass-equivalents per run: first + (T - 1) x per update, the card's cost model,
-:func:`dpnewton.pipeline.jobs.pass_capped`). A run's result depends only on its identity (its own
+:func:`dpnewton.pipeline.t_search.pass_capped`). A run's result depends only on its identity (its own
 ``SeedSequence``), and the T search reaches the same T values in the same order under any cap up to the
 point where the cap stops it. So a run of the same config with a lower cap ``C`` holds the rows of this
 run whose T is at most that cap's largest admissible T for their configuration (bit for bit, except that
@@ -41,7 +41,7 @@ import verdict_changes
 from dpnewton.pipeline import aggregate as agg
 from dpnewton.pipeline.claims import evaluate
 from dpnewton.pipeline.config import load_config
-from dpnewton.pipeline.jobs import pass_capped
+from dpnewton.pipeline.t_search import pass_capped
 from dpnewton.pipeline.tables import read_table
 
 NAME = "cap_study"
@@ -53,7 +53,7 @@ NO_CAP = 2 ** 62
 
 
 def largest_t(max_passes: float, base: str, n: int, d: int, hyper: str) -> float:
-    """The largest T whose run stays within ``max_passes`` (:func:`~dpnewton.pipeline.jobs.pass_capped`, the
+    """The largest T whose run stays within ``max_passes`` (:func:`~dpnewton.pipeline.t_search.pass_capped`, the
     jobs' own rule; inf for a method without a pass count)."""
     rule = pass_capped({"max_passes": max_passes, "max_iterations": NO_CAP}, base, int(n), int(d),
                        json.loads(hyper) if isinstance(hyper, str) else hyper)

@@ -1,11 +1,11 @@
 """The T-grid search with a seed-0 probe, replayed on the recorded losses of the claims run.
 
 The pipeline's T search (:func:`dpnewton.pipeline.jobs.run_job`) runs every seed of a job at every T
-of the declared grid, then extends the grid one T per round (:func:`~dpnewton.pipeline.jobs.next_extension`):
+of the declared grid, then extends the grid one T per round (:func:`~dpnewton.pipeline.t_search.next_extension`):
 while the best T (:func:`dpnewton.pipeline.selection.best_t` of the means over seeds) is the largest T
 so far it runs T x factor, while it is the smallest (and > 1) max(1, T // factor), every seed each time.
 
-Probe rule (:func:`dpnewton.pipeline.jobs.probe_passes`, ``tuning.probe_first_seed``): in each extension
+Probe rule (:func:`dpnewton.pipeline.t_search.probe_passes`, ``tuning.probe_first_seed``): in each extension
 round the smallest seed runs the new T alone first. If its excess loss at the new T is above every seed's
 excess loss at the current best T (best by the mean over all seeds, so every seed's loss there is finite;
 a non-finite probe never passes), the search stops there: the other seeds do not run the new T, the T
@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 import common
-from dpnewton.pipeline.jobs import next_extension, probe_passes as pipeline_probe_passes
+from dpnewton.pipeline.t_search import next_extension, probe_passes as pipeline_probe_passes
 from dpnewton.pipeline.selection import best_t, mean_per_t
 
 NAME = "t_search_replay"

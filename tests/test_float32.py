@@ -164,7 +164,8 @@ def test_the_job_loads_its_problem_in_the_spec_precision(tmp_path, monkeypatch):
         return real(problem, *args, **kwargs)
 
     monkeypatch.setattr(jobs, "run_groups", spy)
-    spec = {"dataset": "synthetic", "algorithm": "dp-gd", "conversion": "bs16", "eps_label": "1", "epsilon": 1.0,
+    spec = {"dataset": "synthetic", "dataset_options": {}, "algorithm": "dp-gd", "base_algorithm": "dp-gd",
+            "conversion": "bs16", "primary": True, "eps_label": "1", "epsilon": 1.0,
             "seeds": [0], "iterations": [2], "delta": None, "hyper": {}, "curves_max_points": 0, "extend": None}
     rows = {}
     for prec in ("float64", "float32"):

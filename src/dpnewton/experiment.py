@@ -1,7 +1,8 @@
 """Running optimizers on a problem: budgets, seeding and one result record per run.
 
 :func:`run_algorithm` runs every (seed, T) pair of one (dataset, algorithm, epsilon) as one batch;
-:func:`run_groups` runs several groups of runs (:class:`RunGroup`: a configuration at a budget) of one
+:func:`budgeted_group` checks a group's arguments and computes its budget once (the CLI, the estimator and
+the pipeline's jobs all build their groups there); :func:`run_groups` runs several groups of runs (:class:`RunGroup`: a configuration at a budget) of one
 dataset and algorithm as one batch, which a ``lockstep`` card steps together. Each run gets
 
 * rho from (epsilon, delta) through the named ``conversion`` (:mod:`dpnewton.privacy`), with
@@ -64,14 +65,15 @@ def validate_iterations(iterations) -> int:
 
 
 def check_run(algorithm: str, epsilon: float, delta: float | None, iterations, conversion: str = DEFAULT_CONVERSION,
-              neighbouring: str = BENCHMARK_RELATION, hyper: dict | None = None) -> AlgorithmSpec:
+              neighbouring: str = BENCHMARK_RELATION, hyper: dict | None = None, convert: bool = True) -> AlgorithmSpec:
     """Every check of a run's arguments that needs no data, in one place; returns the algorithm's card.
 
     ValueError naming the argument for: an unknown algorithm, a relation its card does not cover, a
     configuration its ``validated()`` rejects (``hyper``, built as the runner builds it), epsilon and
     delta out of range, T not an integer >= 1 (one T or a list), an unknown conversion, and - when delta
     is known without n (given, or the relation's public default) - an epsilon the conversion cannot
-    represent. What needs n (the n^-2 default, delta < 1/n) is :func:`resolve_budget`'s.
+    represent (``convert``; :func:`budgeted_group`, which converts next, skips it). What needs n (the n^-2
+    default, delta < 1/n) is :func:`resolve_budget`'s.
     """
     spec = get_algorithm(algorithm)
     check_relation_supported(spec, neighbouring)
@@ -93,7 +95,7 @@ def check_run(algorithm: str, epsilon: float, delta: float | None, iterations, c
     if spec.config is not None:
         cls, fixed = spec.config
         build_config(cls, dict(hyper or {}), fixed)
-    if known is not None:
+    if known is not None and convert:
         epsilon_to_rho(epsilon, known, conversion)   # representable (a clear error, never a hang)
     return spec
 
@@ -125,9 +127,26 @@ def resolve_budget(epsilon: float, delta: float | None, n: int, conversion: str,
     delta = resolve_delta(delta, neighbouring, n)
     if delta == 0.0:                                 # pure epsilon-DP (check_run: a pure_dp card)
         return 0.0, pure_rho(epsilon)
-    check_epsilon_delta(epsilon, delta)
+    rho = epsilon_to_rho(epsilon, delta, conversion)  # checks epsilon and delta
     check_delta_for_rows(delta, n, neighbouring)
-    return delta, epsilon_to_rho(epsilon, delta, conversion)
+    return delta, rho
+
+
+def budgeted_group(algorithm: str, n: int, epsilon: float, delta: float | None, conversion: str,
+                   runs: Iterable[tuple[int | None, int]], hyper: dict | None = None,
+                   neighbouring: str = BENCHMARK_RELATION, averages: Sequence[str] = (),
+                   loss_iterates: LossIterates | None = None) -> RunGroup:
+    """The runs (seed, T) of one configuration at one target budget, checked and budgeted once: every
+    data-free check (:func:`check_run`, without its trial conversion), the released ``averages``
+    against the card, then (delta, rho) for the ``n`` rows (:func:`resolve_budget`: the one conversion).
+    :func:`run_algorithm` (the CLI, the estimator) and the pipeline's jobs build their groups here."""
+    runs = tuple(runs)
+    spec = check_run(algorithm, epsilon, delta, [T for _, T in runs], conversion, neighbouring, hyper, convert=False)
+    if averages and not spec.averaging:
+        raise ValueError(f"algorithm={algorithm!r} releases no averaged iterates (its configuration has no "
+                         f"'average'); drop averages={list(averages)!r}")
+    delta, rho = resolve_budget(epsilon, delta, n, conversion, neighbouring)
+    return RunGroup(float(epsilon), delta, conversion, rho, runs, dict(hyper or {}), tuple(averages), loss_iterates)
 
 
 def check_relation_supported(spec: AlgorithmSpec, neighbouring: str) -> None:
@@ -201,23 +220,20 @@ def run_algorithm(problem: LogisticProblem, dataset: str, algorithm: str, epsilo
     relation the noise is calibrated for (default the benchmark's, n public). ``averages``: further
     models every run releases from its one trajectory (:meth:`~dpnewton.algorithms.base.RunResult.released_as`;
     only for an algorithm whose configuration has ``average``)."""
-    spec = check_run(algorithm, epsilon, delta, iterations, conversion, neighbouring, hyper)
-    if averages and not spec.averaging:
-        raise ValueError(f"algorithm={algorithm!r} releases no averaged iterates (its configuration has no "
-                         f"'average'); drop averages={list(averages)!r}")
-    Ts = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
-    delta, rho = resolve_budget(epsilon, delta, problem.n, conversion, neighbouring)
-    return run_at_rho(problem, dataset, algorithm, epsilon, delta, conversion, rho,
-                      [(s, T) for s in seeds for T in Ts], hyper, blas_threads, loss_iterates, neighbouring,
-                      averages)
+    Ts = [iterations] if isinstance(iterations, (int, np.integer, bool)) else list(iterations)
+    if not Ts:
+        raise ValueError("iterations must not be empty")
+    group = budgeted_group(algorithm, problem.n, epsilon, delta, conversion, [(s, T) for s in seeds for T in Ts],
+                           hyper, neighbouring, averages, loss_iterates)
+    return run_groups(problem, dataset, algorithm, [group], blas_threads, neighbouring)[0]
 
 
 def run_at_rho(problem: LogisticProblem, dataset: str, algorithm: str, epsilon: float, delta: float,
                conversion: str, rho: float, runs: Iterable[tuple[int | None, int]], hyper: dict | None = None,
                blas_threads: int = 1, loss_iterates: LossIterates | None = None,
                neighbouring: str = BENCHMARK_RELATION, averages: Sequence[str] = ()) -> list[RunResult]:
-    """Run ``algorithm`` once per (seed, T) of ``runs`` with a given zCDP budget ``rho`` (the
-    second half of :func:`run_algorithm`, which derives rho from epsilon). ``epsilon``, ``delta``
+    """Run ``algorithm`` once per (seed, T) of ``runs`` with a given zCDP budget ``rho`` (where
+    :func:`run_algorithm` derives rho from epsilon, :func:`budgeted_group`). ``epsilon``, ``delta``
     and ``conversion`` label the runs (identity, seeding, records); only the accountant-calibrated
     methods (DP-SGD, minibatch Newton, AOP) read epsilon instead of rho. Used by
     :func:`dpnewton.tuning.private_select`, whose candidates get a rho calibrated for the whole

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from dpnewton.pipeline import aggregate as agg
+from dpnewton.pipeline import table1 as paper_table1
 from dpnewton.pipeline.plan import config_hash, eps_label, expand, job_members, seed_chunks, seed_list
 from dpnewton.pipeline.jobs import curve_indices
 
@@ -58,7 +59,7 @@ def test_best_t_argmin_ties_and_edges():
     assert best.loc["c", "edge_gain"] == pytest.approx((4 - 0.6) / 4)
     assert best.loc["e", "edge_neighbour_T"] == 30 and best.loc["e", "edge_gain"] == pytest.approx(0.5)
     assert pd.isna(best.loc["a", "edge_gain"]) and pd.isna(best.loc["a", "edge_neighbour_T"])
-    md = agg.edges_markdown(best.reset_index())
+    md = paper_table1.edges_markdown(best.reset_index())
     assert "2 of 5" in md and "| s | c | bs16 | 1 | 4 | high | 0.6 | 2 | 4 | 85% |" in md
     assert (best["selection"].str.contains("non-private")).all()
 
@@ -81,20 +82,21 @@ def test_table1_ratio_and_min_max():
     best = agg.best_t(agg.summarize(runs))
     # runtime = first + (best T - 1) x per-update cost; the runs' recorded runtime_s (T * 0.015) is ignored
     costs = {("s", "dp-gd"): (0.002, 0.002), ("s", "hess-clip"): (0.03, 0.03), ("t", "hess-clip"): (1.0, 1.0)}
-    long, wide = agg.table1(best, costs, "dp-gd", "hess-clip")
+    long, wide = paper_table1.table1(best, costs, "dp-gd", "hess-clip")
     assert list(wide["dataset"]) == ["s"]
     assert wide.loc[0, "eps=0.1"] == pytest.approx((100 * 0.002) / (5 * 0.03))
     assert wide.loc[0, "eps=1"] == pytest.approx((200 * 0.002) / (10 * 0.03))
     assert wide.loc[0, "min runtime hess-clip (s)"] == pytest.approx(5 * 0.03)
     assert wide.loc[0, "max runtime hess-clip (s)"] == pytest.approx(10 * 0.03)
     assert np.allclose(long["ratio"], long["runtime_s_dp_gd"] / long["runtime_s_hess_clip"])
-    md = agg.table1_markdown(wide, "dp-gd", "hess-clip", "bs16")
+    md = paper_table1.table1_markdown(wide, "dp-gd", "hess-clip", "bs16")
     assert "| s | 1.33x | 1.33x |" in md and "lone run of best T updates" in md
     # the first update's extra cost counts once per run
-    long, _ = agg.table1(best, {("s", "dp-gd"): (0.102, 0.002), ("s", "hess-clip"): (0.03, 0.03)}, "dp-gd", "hess-clip")
+    costs = {("s", "dp-gd"): (0.102, 0.002), ("s", "hess-clip"): (0.03, 0.03)}
+    long, _ = paper_table1.table1(best, costs, "dp-gd", "hess-clip")
     assert long.loc[0, "runtime_s_dp_gd"] == pytest.approx(0.102 + 99 * 0.002)
     # a configuration that was not timed has no runtime: its ratio is NaN, not a recorded time
-    long, wide = agg.table1(best, {("s", "hess-clip"): (0.03, 0.03)}, "dp-gd", "hess-clip")
+    long, wide = paper_table1.table1(best, {("s", "hess-clip"): (0.03, 0.03)}, "dp-gd", "hess-clip")
     assert long["ratio"].isna().all()
 
 
@@ -265,7 +267,7 @@ def test_a_dataset_pass_cap_enters_its_jobs_extension_rule():
 
 def test_pass_cap_in_iterations_known_answers():
     from dpnewton.pipeline.frontier import pass_equivalents
-    from dpnewton.pipeline.jobs import pass_capped
+    from dpnewton.pipeline.t_search import pass_capped
 
     ext = {"factor": 2, "max_iterations": 307200, "max_passes": 76800}
     assert pass_capped(ext, "dp-gd", 12000, 784)["max_iterations"] == 76800        # one pass per step
@@ -282,7 +284,7 @@ def test_pass_cap_in_iterations_known_answers():
 
 
 def test_grid_extension_rule():
-    from dpnewton.pipeline.jobs import next_extension
+    from dpnewton.pipeline.t_search import next_extension
 
     def rows(means):
         return [{"iterations": T, "excess_loss": m + d} for T, m in means.items() for d in (-0.01, 0.01)]

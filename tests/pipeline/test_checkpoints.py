@@ -20,7 +20,7 @@ import pytest
 
 from dpnewton.data import prepare
 from dpnewton.io import read_csv
-from dpnewton.pipeline import jobs
+from dpnewton.pipeline import checkpoints, jobs, run_ledger
 from dpnewton.pipeline.jobs import HOST_COLUMNS
 
 TIMED = ["runtime_s", "elapsed_s"]
@@ -38,7 +38,8 @@ def prepared(tmp_path_factory):
 
 def _spec(step: float = 4.0) -> dict:
     # DP-GD (n = 2000) at epsilon 10 keeps improving up to T = 4, so the grid is extended to 8 and 16 (3 rounds)
-    return {"dataset": "synthetic", "algorithm": "dp-gd", "conversion": "bs16", "eps_label": "10", "epsilon": 10.0,
+    return {"dataset": "synthetic", "dataset_options": {}, "algorithm": "dp-gd", "base_algorithm": "dp-gd",
+            "conversion": "bs16", "primary": True, "eps_label": "10", "epsilon": 10.0,
             "seeds": [0, 1], "iterations": [1, 2, 4], "delta": None, "hyper": {"step": step},
             "curves_max_points": 6, "extend": {"factor": 2, "max_iterations": 16}}
 
@@ -68,7 +69,7 @@ def _tables(out):
 
 def _unit(path):
     """The unit a checkpoint file holds (its body, after the SHA-256 check)."""
-    return jobs.checkpoint_body(pd.read_pickle(path))
+    return checkpoints.checkpoint_body(pd.read_pickle(path))
 
 
 def _run(prepared, out, spec):
@@ -115,7 +116,7 @@ def test_interrupted_job_resumes_from_its_finished_units(prepared, tmp_path, mon
     pd.testing.assert_frame_equal(curves, ref_curves)
     assert not partial.exists()
     # the ledger: the uninterrupted job's, less the runs of the unit resumed from the old-format checkpoint
-    ledger, ref_ledger = jobs.read_ledger(out / "rows.csv"), jobs.read_ledger(ref / "rows.csv")
+    ledger, ref_ledger = run_ledger.read_ledger(out / "rows.csv"), run_ledger.read_ledger(ref / "rows.csv")
     old_unit = (ref_ledger["seed"] == 0) & ref_ledger["iterations"].isin([1, 2, 4])
     pd.testing.assert_frame_equal(_sorted(ledger), _sorted(ref_ledger[~old_unit]))
     assert "predates the privacy ledger" in caplog.text
@@ -130,9 +131,9 @@ def test_the_job_writes_each_runs_privacy_ledger(prepared, tmp_path):
     count to n_releases; DP-GD releases one gradient per step, sigma = sensitivity / sqrt(2 rho)."""
     _run(prepared, tmp_path, _spec())
     rows = read_csv(tmp_path / "rows.csv")
-    ledger = jobs.read_ledger(tmp_path / "rows.csv")
+    ledger = run_ledger.read_ledger(tmp_path / "rows.csv")
     assert jobs.ledger_path(tmp_path / "rows.csv") == tmp_path / "rows.ledger.parquet"
-    assert list(ledger.columns) == jobs.LEDGER_COLUMNS
+    assert list(ledger.columns) == run_ledger.LEDGER_COLUMNS
     per_run = ledger.groupby(["seed", "iterations"]).agg(rho=("rho", "sum"), releases=("rho", "size"),
                                                           steps=("step", "max"), hash=("config_hash", "first"))
     runs = rows.set_index(["seed", "iterations"]).sort_index()

@@ -55,9 +55,9 @@ def prepared(tmp_path_factory):
 def job(prepared, tmp_path_factory):
     """A finished run job: DP-GD, 2 seeds x 8 T = 16 rows (the size of the reported case)."""
     out = tmp_path_factory.mktemp("job")
-    spec = {"dataset": "synthetic", "algorithm": "dp-gd", "conversion": "bs16", "eps_label": "1", "epsilon": 1.0,
-            "seeds": [0, 1], "iterations": [1, 2, 3, 4, 5, 6, 7, 8], "delta": None, "hyper": {},
-            "curves_max_points": 4}
+    spec = {"dataset": "synthetic", "dataset_options": {}, "algorithm": "dp-gd", "base_algorithm": "dp-gd",
+            "conversion": "bs16", "primary": True, "eps_label": "1", "epsilon": 1.0, "seeds": [0, 1],
+            "iterations": [1, 2, 3, 4, 5, 6, 7, 8], "delta": None, "hyper": {}, "curves_max_points": 4, "extend": None}
     jobs.run_job(prepared, spec, out / "seeds~0-1.csv", out / "seeds~0-1.curves.parquet")
     return out
 

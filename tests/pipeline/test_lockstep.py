@@ -20,7 +20,7 @@ import pytest
 
 from dpnewton.algorithms import ALGORITHMS
 from dpnewton.io import DamagedFileError
-from dpnewton.pipeline import jobs
+from dpnewton.pipeline import jobs, run_ledger
 from dpnewton.pipeline.aggregate import check_job_rows
 from dpnewton.pipeline.config import expand, load_config
 from dpnewton.pipeline.plan import Job, group_jobs, job_description, job_members, share_trajectories, trajectories
@@ -67,7 +67,7 @@ def _lockstep_and_separate(prepared, tmp_path):
 
 
 def _ledger(frame):
-    text = {c: str for c in jobs.LEDGER_TEXT if c != "config_hash"}
+    text = {c: str for c in run_ledger.LEDGER_TEXT if c != "config_hash"}
     return _sorted(frame.drop(columns="config_hash").astype(text), KEYS + ["release"])
 
 

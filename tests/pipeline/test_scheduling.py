@@ -25,13 +25,14 @@ A1A = 30956 * 124
 
 
 def spec(algorithm="dp-gd", dataset="adult", grid=FIRST_ORDER, cap=None, seeds=4, options=None, max_passes=None):
-    """A job spec as dpnewton.pipeline.plan.expand makes it (the keys the estimate reads)."""
+    """A job spec as dpnewton.pipeline.plan.expand makes it ."""
     ext = None if cap is None else {"factor": 2, "max_iterations": cap}
     if ext and max_passes is not None:
         ext["max_passes"] = max_passes
     return {"dataset": dataset, "dataset_options": options or {}, "algorithm": algorithm,
             "base_algorithm": algorithm, "hyper": {}, "seeds": list(range(seeds)), "iterations": list(grid),
-            "extend": ext}
+            "extend": ext, "delta": None, "conversion": "bs16", "primary": True, "epsilon": 1.0, "eps_label": "1",
+            "curves_max_points": 0}
 
 
 def test_a_higher_cap_costs_more():
@@ -66,7 +67,7 @@ def test_extension_counts_the_cap_once_and_only_above_the_grid():
     assert run_values(spec(cap=9600)) == FIRST_ORDER + [9600]
     assert run_values(spec(cap=300)) == FIRST_ORDER            # the cap is the grid's maximum: nothing to add
     assert run_values(spec(grid=[1], cap=None)) == [1]
-    # the dataset's pass cap lowers the extension's T as the job does (dpnewton.pipeline.jobs.pass_capped)
+    # the dataset's pass cap lowers the extension's T as the job does (dpnewton.pipeline.t_search.pass_capped)
     capped = spec(dataset="fashion-mnist", cap=307200, max_passes=76800)
     assert run_values(capped) == FIRST_ORDER + [76800]
     per = 1 + GRAM_PER_D * 784 + EIGH_PER_D2_OVER_N * 784 * 784 / 12000     # about 215 passes per update
@@ -79,9 +80,11 @@ def test_extension_counts_the_cap_once_and_only_above_the_grid():
 def test_members_share_their_runs():
     """A job that releases several configurations' models runs each T once: the union of the grids."""
     one = spec(cap=9600)
-    shared = dict(one, members={"dp-gd": {"average": "none", "iterations": FIRST_ORDER, "extend": one["extend"]},
-                                "dp-gd-tail": {"average": "tail", "iterations": FIRST_ORDER + [1000],
-                                               "extend": {"factor": 2, "max_iterations": 9600}}})
+    shared = {k: v for k, v in one.items() if k not in ("iterations", "extend")}
+    shared["members"] = {"dp-gd": {"average": "none", "hyper": {}, "iterations": FIRST_ORDER, "extend": one["extend"]},
+                         "dp-gd-tail": {"average": "tail", "hyper": {"average": "tail"},
+                                        "iterations": FIRST_ORDER + [1000],
+                                        "extend": {"factor": 2, "max_iterations": 9600}}}
     assert run_values(shared) == FIRST_ORDER + [1000, 9600]
     assert estimated_cost(shared) == pytest.approx(estimated_cost(one) + 999 * ADULT * 4 + ADULT * 4)
 

@@ -19,7 +19,7 @@ import yaml
 
 from dpnewton.algorithms import ALGORITHMS
 from dpnewton.data import prepare
-from dpnewton.pipeline import jobs
+from dpnewton.pipeline import jobs, run_ledger
 from dpnewton.pipeline.config import expand, load_config
 from dpnewton.pipeline.plan import Job, job_members, share_trajectories, trajectories
 from dpnewton.pipeline.selection import best_t, mean_per_t
@@ -38,7 +38,8 @@ def prepared(tmp_path_factory):
 def _spec(name: str, average: str, cap: int, probe: bool = False, seeds=(0, 1, 2), step: float = 4.0) -> dict:
     hyper = {"step": step} if average == "none" else {"step": step, "average": average}
     extend = {"factor": 2, "max_iterations": cap, **({"probe_first_seed": True} if probe else {})}
-    return {"dataset": "synthetic", "algorithm": name, "base_algorithm": "dp-gd", "conversion": "bs16",
+    return {"dataset": "synthetic", "dataset_options": {}, "algorithm": name, "base_algorithm": "dp-gd",
+            "conversion": "bs16", "primary": True,
             "eps_label": "10", "epsilon": 10.0, "seeds": list(seeds), "iterations": [1, 2, 4], "delta": None,
             "hyper": hyper, "curves_max_points": 6, "extend": extend}
 
@@ -50,7 +51,7 @@ def _job(spec: dict) -> Job:
 def _run(prepared, out, spec):
     out.mkdir(parents=True, exist_ok=True)
     rows = jobs.run_job(prepared, spec, out / "rows.csv", out / "curves.parquet")
-    return rows, pd.read_parquet(out / "curves.parquet"), jobs.read_ledger(out / "rows.csv")
+    return rows, pd.read_parquet(out / "curves.parquet"), run_ledger.read_ledger(out / "rows.csv")
 
 
 def _sorted(frame, keys):
@@ -78,7 +79,7 @@ def test_members_of_one_trajectory_share_a_job(prepared, tmp_path):
     ledger_keys = keys + ["release"]
     mine = _sorted(ledger.drop(columns="config_hash").astype({"algorithm": str}), ledger_keys)
     ref = _sorted(pd.concat([a[2] for a in alone]).drop(columns="config_hash").astype({"algorithm": str}), ledger_keys)
-    text = {c: str for c in jobs.LEDGER_TEXT if c != "config_hash"}
+    text = {c: str for c in run_ledger.LEDGER_TEXT if c != "config_hash"}
     pd.testing.assert_frame_equal(mine.astype(text), ref.astype(text))
     # each member kept its own grid: the tail average stopped at its cap of 16
     grids = rows.groupby("algorithm")["iterations"].max()

@@ -22,7 +22,8 @@ from dpnewton.experiment import resolve_budget, run_algorithm
 from dpnewton.io import DIGEST_COLUMN
 from dpnewton.pipeline import config as pipecfg
 from dpnewton.pipeline import tracks
-from dpnewton.pipeline.jobs import HOST_COLUMNS, LEDGER_COLUMNS, ledger_path
+from dpnewton.pipeline.jobs import HOST_COLUMNS
+from dpnewton.pipeline.run_ledger import LEDGER_COLUMNS, ledger_path
 from dpnewton.privacy.selection import DISTRIBUTIONS
 from dpnewton.problems import load_split_from_prepared
 from dpnewton.tuning import private_select

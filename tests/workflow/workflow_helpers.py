@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpnewton import io
-from dpnewton.pipeline.jobs import checkpoint_body
+from dpnewton.pipeline.checkpoints import checkpoint_body
 from dpnewton.pipeline.resources import read_benchmark
 from tests.workflow.test_determinism import REPO, env
 

@@ -239,6 +239,7 @@ def allow_download(wildcards=None):
 
 
 def job_spec(wildcards):
+    """The job's serialised spec (dpnewton.pipeline.jobspec.JobSpec.to_dict: JSON-able, read back by from_dict)."""
     key = (wildcards.dataset, wildcards.algorithm, wildcards.conversion, wildcards.eps, wildcards.chunk)
     return plan().job_index[key].spec
 

@@ -9,7 +9,7 @@ rule run_track:
         optimum_json=OPTIMUM_JSON,
     output:
         rows="results/tracks/{track}/{dataset}/{method}/eps~{eps}.csv",
-        # the released models' privacy ledger (dpnewton.pipeline.jobs.ledger_path of the rows)
+        # the released models' privacy ledger (dpnewton.pipeline.run_ledger.ledger_path of the rows)
         ledger="results/tracks/{track}/{dataset}/{method}/eps~{eps}.ledger.parquet",
     log:
         "logs/tracks/{track}/{dataset}/{method}/eps~{eps}.log",

@@ -106,7 +106,7 @@ def check_hyper(name: str, algo: dict, registry, entry: dict | None = None) -> N
     """``algorithms.<name>`` (``algo``: its plan entry; ``entry``: its config entry): its hyper-parameters
     build the card's configuration class; its T grid and the caps it states are within the runs' cap (a
     grid extension's default cap is not stated: the extension stops at the runs' cap,
-    :func:`dpnewton.pipeline.jobs.next_extension`); a non-iterative card runs T = 1 only."""
+    :func:`dpnewton.pipeline.t_search.next_extension`); a non-iterative card runs T = 1 only."""
     entry = entry or {}
     card = registry[algo["base"]]
     Ts = [*algo["iterations"], entry.get("max_iterations") or 0, *algo["max_iterations_by_epsilon"].values()]

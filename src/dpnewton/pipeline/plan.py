@@ -7,7 +7,8 @@ models of every configuration that shares its trajectory (:func:`share_trajector
 configuration, conversion and epsilon (:func:`group_jobs`): its runs step together in one batch. With
 ``job_grouping: algorithm`` every algorithm's jobs are grouped so (fewer, longer jobs: less start-up
 per run), those of a card that is not ``lockstep`` running one trajectory after another.
-Everything that determines a job's rows is collected in :attr:`Job.spec`; its hash is the ``config_hash``
+Everything that determines a job's rows is collected in :attr:`Job.spec` (a serialised :class:`~.jobspec.JobSpec`,
+checked by the job); its hash is the ``config_hash``
 column of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
 A ``holdout`` enters the specs (and the protocol) only when it is on, so the jobs of a config
 without one keep their hashes.
@@ -17,7 +18,6 @@ Likewise ``precision`` enters the specs only when it is not float64.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +28,8 @@ from ..data.loaders import Context
 from ..data.registry import get_spec
 from ..holdout import holdout_fraction
 from ..privacy import CONVERSIONS
+from .jobspec import job_description, job_members, trajectories  # noqa: F401 (the plan's API)
+from .labels import config_hash, eps_label, seed_chunks, seed_list  # noqa: F401 (the plan's API)
 from .schema import SCHEMA_PATH, fill_defaults
 
 #: the conversions' names (the registry's order), the default of ``conversion_study.conversions``
@@ -37,47 +39,6 @@ ALL_CONVERSIONS = list(CONVERSIONS)
 #: that has a study)
 STUDY_DEFAULTS = {"enabled": True, "algorithm": "hess-clip", "algorithms": None, "conversions": ALL_CONVERSIONS,
                   "datasets": None, "epsilons": None}
-
-
-def config_hash(obj) -> str:
-    """First 12 hex digits of sha256 over canonical JSON (sorted keys; keys as strings, so a YAML
-    mapping that mixes ``10:`` and ``"0.5":`` keys hashes too)."""
-    text = json.dumps(_string_keys(obj), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def _string_keys(obj):
-    if isinstance(obj, dict):
-        return {str(k): _string_keys(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_string_keys(v) for v in obj]
-    return obj
-
-
-
-def eps_label(epsilon: float) -> str:
-    """Path label of an epsilon: 0.01 -> '0.01', 1.0 -> '1', 10 -> '10' (round-trips via float)."""
-    label = f"{float(epsilon):g}"
-    if float(label) != float(epsilon):
-        label = repr(float(epsilon))
-    return label
-
-
-def seed_list(seeds) -> list[int]:
-    """``seeds`` is a count (seeds 0..k-1) or an explicit list of distinct non-negative ints."""
-    if isinstance(seeds, int):
-        return list(range(seeds))
-    out = [int(s) for s in seeds]
-    if len(set(out)) != len(out):
-        raise ValueError(f"seeds {out} contain duplicates")
-    return out
-
-
-def seed_chunks(seeds: list[int], per_job: int | None) -> list[tuple[str, list[int]]]:
-    """Split seeds into contiguous chunks of ``per_job`` (None: one chunk); label 'first-last'."""
-    size = len(seeds) if not per_job else int(per_job)
-    chunks = [seeds[i:i + size] for i in range(0, len(seeds), size)]
-    return [(f"{c[0]}-{c[-1]}", c) for c in chunks]
 
 
 def resolve_data_dir(data_dir: str | None, base_dir: str | Path) -> Path | None:
@@ -113,7 +74,7 @@ class Job:
     conversion: str
     eps: str                      # path label of epsilon
     chunk: str                    # path label of the seed chunk
-    spec: dict = field(hash=False, compare=False)
+    spec: dict = field(hash=False, compare=False)  # serialised :class:`~.jobspec.JobSpec` (its config hash)
 
     @property
     def stem(self) -> str:
@@ -421,51 +382,6 @@ def group_jobs(jobs: list[Job], registry, by_algorithm: bool = False) -> list[Jo
         spec.update(algorithm=owner.algorithm, grouped=True, members=members,
                     curves_max_points=max(m["curves_max_points"] for m in members.values()))
         out.append(Job(owner.dataset, owner.algorithm, owner.conversion, owner.eps, owner.chunk, spec))
-    return out
-
-
-def job_members(spec: dict) -> dict[str, dict]:
-    """The configurations a job's runs release models for: {member key: {'algorithm' (the configuration),
-    'conversion', 'primary', 'epsilon', 'eps_label', 'curves_max_points', 'average', 'hyper', 'iterations',
-    'extend'}}, each with its own T grid and extension rule; ``hyper`` is the member's own (with its
-    ``average``). A job of one configuration has one member (its spec's own fields), a job shared by
-    configurations that differ only in ``average`` (one trajectory, every released model:
-    :func:`share_trajectories`) one per configuration, both keyed by configuration name; a grouped job
-    (:func:`group_jobs`) one per configuration x conversion x epsilon, keyed
-    ``<configuration>/<conversion>/eps~<epsilon>``. Which members share their runs: :func:`trajectories`."""
-    if spec.get("grouped"):
-        return {key: dict(m) for key, m in spec["members"].items()}
-    cell = {"conversion": spec.get("conversion"), "primary": spec.get("primary", True), "epsilon": spec.get("epsilon"),
-            "eps_label": spec.get("eps_label"), "curves_max_points": spec.get("curves_max_points", 0)}
-    if "members" in spec:
-        return {name: {"algorithm": name, **cell, "hyper": dict(spec.get("hyper") or {}), **m}
-                for name, m in spec["members"].items()}
-    hyper = dict(spec.get("hyper") or {})
-    return {spec["algorithm"]: {"algorithm": spec["algorithm"], **cell, "average": hyper.get("average", "none"),
-                                "hyper": hyper, "iterations": list(spec["iterations"]), "extend": spec.get("extend")}}
-
-
-def job_description(spec: dict) -> str:
-    """What a job runs, for its Snakemake message: its dataset, configurations, epsilons and conversions
-    (a grouped job lists them all, :func:`group_jobs`)."""
-    members = job_members(spec).values()
-
-    def listed(values) -> str:
-        return ", ".join(dict.fromkeys(str(v) for v in values))
-
-    return (f"{listed(m['algorithm'] for m in members)} on {spec['dataset']}, "
-            f"eps={listed(m['eps_label'] for m in members)} ({listed(m['conversion'] for m in members)})")
-
-
-def trajectories(spec: dict) -> dict[str, list[str]]:
-    """{trajectory: the keys of the :func:`job_members` that share it}: members of one conversion and epsilon
-    whose hyper-parameters differ at most in ``average`` run one trajectory per (seed, T), which releases
-    each member's model. Named ``<conversion>/eps~<epsilon>/<hyper-parameters but average, as JSON>``."""
-    out: dict[str, list[str]] = {}
-    for key, m in job_members(spec).items():
-        hyper = {k: v for k, v in (m["hyper"] or {}).items() if k != "average"}
-        name = f"{m['conversion']}/eps~{m['eps_label']}/{json.dumps(hyper, sort_keys=True, default=str)}"
-        out.setdefault(name, []).append(key)
     return out
 
 

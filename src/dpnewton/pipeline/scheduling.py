@@ -49,7 +49,7 @@ def dataset_shape(spec: dict) -> tuple[int, int]:
 def _capped_extension(ext: dict, first: float, per: float) -> int:
     """The largest T an extension rule lets the job run: its ``max_iterations``, lowered by its
     ``max_passes`` (the dataset's cap in pass-equivalents per run) as the job does it
-    (:func:`dpnewton.pipeline.jobs.pass_capped`)."""
+    (:func:`dpnewton.pipeline.t_search.pass_capped`)."""
     cap = int(ext["max_iterations"])
     if "max_passes" in ext and math.isfinite(first) and math.isfinite(per) and per > 0:
         cap = min(cap, max(1, int(math.floor((float(ext["max_passes"]) - first) / per)) + 1))

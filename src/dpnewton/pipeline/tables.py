@@ -11,6 +11,7 @@ from ..floor import floor_table
 from ..io import atomic_write_json, atomic_write_text, read_parquet
 from ..problems import check_optimum, load_problem_from_prepared
 from . import aggregate as agg
+from . import table1 as paper_table
 from .jobs import HOST_COLUMNS, utc_timestamp
 from .protocol_text import protocol_markdown
 from .timing import cost_lookup, load_costs
@@ -51,7 +52,7 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
         best = agg.add_floor_ratio(best, floor)
     base_alg, ours = table1["baseline"], table1["ours"]
     costs = load_costs(timings)
-    t1_long, t1 = agg.table1(best, cost_lookup(costs), base_alg, ours, conversion)
+    t1_long, t1 = paper_table.table1(best, cost_lookup(costs), base_alg, ours, conversion)
     frames = {"runs": runs, "summary": summary, "best_T": best, "baseline": baseline, "update_costs": costs,
               "table1": t1, "table1_long": t1_long}
     if floor is not None:
@@ -62,8 +63,8 @@ def write_all(rows, curves, optima, timings, out: dict, protocol: dict, table1: 
         frames["frontier"] = agg.frontier(summary, baseline, cost_lookup(costs))
     for name, frame in frames.items():
         agg.write_frame(frame, out[f"{name}_parquet"], out.get(f"{name}_csv"))
-    atomic_write_text(out["table1_md"], agg.table1_markdown(t1, base_alg, ours, conversion))
-    atomic_write_text(out["edges_md"], agg.edges_markdown(best))
+    atomic_write_text(out["table1_md"], paper_table.table1_markdown(t1, base_alg, ours, conversion))
+    atomic_write_text(out["edges_md"], paper_table.edges_markdown(best))
     for _, r in best[best["at_edge"]].iterrows():
         log.warning("best T at the %s grid edge: %s %s %s eps=%g T=%s (grid %s)", r["edge"], r["dataset"],
                     r["algorithm"], r["conversion"], r["epsilon"], r["best_T"], r["grid"])

@@ -16,11 +16,11 @@ labelled so. The two tracks here answer what a user really gets (docs/algorithms
 
 A job is one (track, dataset, method, epsilon) with all repetitions; each repetition is
 checkpointed like the run jobs' units (:func:`dpnewton.pipeline.jobs.save_checkpoint`, verified by
-:func:`~dpnewton.pipeline.jobs.load_checkpoint`), so an interrupted job resumes with identical
+:func:`~dpnewton.pipeline.checkpoints.load_checkpoint`), so an interrupted job resumes with identical
 results. Its rows file carries its row count (:func:`dpnewton.io.atomic_write_csv`), which
 :func:`read_track_rows` verifies. Beside it, written first, the privacy ledger of the released model
-of each repetition as the run jobs keep it (:func:`dpnewton.pipeline.jobs.ledger_path`,
-:data:`~dpnewton.pipeline.jobs.LEDGER_COLUMNS`, ``algorithm`` = the method): a fixed-rule run's
+of each repetition as the run jobs keep it (:func:`dpnewton.pipeline.run_ledger.ledger_path`,
+:data:`~dpnewton.pipeline.run_ledger.LEDGER_COLUMNS`, ``algorithm`` = the method): a fixed-rule run's
 releases, which sum to its ``rho``, or the selected candidate's (the optimizer's releases and its
 score, which sum to ``candidate_rho``; no rows when K = 0), read verified by :func:`read_track_ledger`.
 The losing candidates' ledgers are secret (docs/algorithms.md §14.1) and are not written. Every draw
@@ -48,8 +48,9 @@ from ..privacy import PrivacyLedger
 from ..problems import load_split_from_prepared
 from ..tuning import CONVERSION_LABEL, private_select
 from .aggregate import write_frame
-from .jobs import (checkpoint_dir, flatten_record, ledger_frame, ledger_path, load_checkpoint, provenance,
-                   save_checkpoint, unit_ledger, utc_timestamp, write_ledger)
+from .checkpoints import checkpoint_dir, load_checkpoint, save_checkpoint
+from .jobs import flatten_record, provenance, utc_timestamp
+from .run_ledger import ledger_frame, ledger_path, unit_ledger, write_ledger
 from .plan import eps_label
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -159,7 +160,7 @@ def track_problem(prepared: str | Path, spec: dict):
 def run_track_job(prepared: str | Path, spec: dict, rows_out: str | Path, source_dir: str | Path | None = None,
                   ledger_out: str | Path | None = None) -> pd.DataFrame:
     """Run every repetition of one track job (``spec``: :func:`expand_tracks`), write its ledger
-    (``ledger_out``, default :func:`~dpnewton.pipeline.jobs.ledger_path` of the rows), then its rows;
+    (``ledger_out``, default :func:`~dpnewton.pipeline.run_ledger.ledger_path` of the rows), then its rows;
     returns the rows as written (with their ``file_rows`` column)."""
     if spec["track"] not in UNITS:
         raise ValueError(f"track {spec['track']!r} is unknown; choose one of {list(UNITS)}")
@@ -213,7 +214,7 @@ LEDGER_FIX = ("delete it and {rows}, then run `snakemake {rows}` (the target bef
 def read_track_ledger(rows_out: str | Path) -> pd.DataFrame:
     """The privacy ledger of the track job whose rows file is ``rows_out``, verified
     (:func:`dpnewton.io.read_parquet`): one row per release of each repetition's released model,
-    :data:`~dpnewton.pipeline.jobs.LEDGER_COLUMNS`."""
+    :data:`~dpnewton.pipeline.run_ledger.LEDGER_COLUMNS`."""
     return read_parquet(ledger_path(rows_out), fix=LEDGER_FIX.replace("{rows}", str(rows_out)))
 
 
