@@ -11,7 +11,7 @@ import pytest
 
 from dpnewton.pipeline.claims.beyond import TARGETS, beyond_table, speed_misses, target_counts, with_floor_mechanism
 from dpnewton.pipeline.claims.cells import is_paper_configuration
-from dpnewton.pipeline.claims.report import _beyond_section
+from dpnewton.pipeline.claims.rankings import beyond_section
 from dpnewton.pipeline.frontier import run_passes
 
 
@@ -104,7 +104,7 @@ def test_target_counts_and_section():
     # (the paper's) is not, and neither meets the target
     assert k["paper"] == {"cells": 1, "within_se": 0, "speed_met": 0}
     assert k["project"] == {"cells": 1, "within_se": 1, "speed_met": 0}
-    text = "\n".join(_beyond_section(t, ("dp-gd", "hess-clip", "precond-dp-gd")))
+    text = "\n".join(beyond_section(t, ("dp-gd", "hess-clip", "precond-dp-gd")))
     assert "Gaussian ridge floor (local quadratic model)" in text
     assert "neither a target nor a lower bound" in text and "target: all" not in text and "1.25x" not in text
     assert ("| a1a | 1 | dp-gd-tail (9600 (high)) | 0.02 | 1.50x | dp-gd-tail (9600 (high)) | 0.01 | n/a | 2.00x "
@@ -118,8 +118,8 @@ def test_target_counts_and_section():
     assert text.endswith("Target met: the paper's (hess-clip) in 0 of 2 cells, within one s.e. of the best in 0; "
                          "this project's (precond-dp-gd) in 0 of 2 cells, within one s.e. of the best in 1.")
     # a run without this project's second-order methods has no row for them
-    assert "this project's |" not in "\n".join(_beyond_section(t, ("dp-gd", "hess-clip")))
-    assert _beyond_section(None, ()) == [] and _beyond_section(t.iloc[:0], ()) == []
+    assert "this project's |" not in "\n".join(beyond_section(t, ("dp-gd", "hess-clip")))
+    assert beyond_section(None, ()) == [] and beyond_section(t.iloc[:0], ()) == []
 
 
 def test_paper_configurations_are_the_papers_methods_at_their_last_iterate():
@@ -253,7 +253,7 @@ def test_tight_ranking_compares_like_with_like():
     """Under gdp hess-clip (0.018) beats dp-gd-tail (0.019), which wins under bs16 (0.020); dp-gd-s8 has no gdp
     row so it is left out of both rankings; objpert has the same loss under both (its own tight profile)."""
     from dpnewton.pipeline.claims.beyond import tight_ranking
-    from dpnewton.pipeline.claims.report import _tight_section
+    from dpnewton.pipeline.claims.rankings import tight_section
 
     best = pd.concat([_best(), pd.DataFrame([
         _row("dp-gd", "dp-gd", 0.035, 0.002, 4800, conv="gdp"),
@@ -266,7 +266,17 @@ def test_tight_ranking_compares_like_with_like():
     assert r.configurations == 4 and (r.protocol_best, r.protocol_excess) == ("dp-gd-tail", 0.020)
     assert (r.tight_best, r.tight_excess, r.runner_up, r.runner_up_excess) == ("hess-clip", 0.018, "dp-gd-tail", 0.019)
     assert r.changed
-    text = "\n".join(_tight_section(tight_ranking(best, "bs16", "gdp"), {"a": "bs16", "c": "gdp"}))
+    text = "\n".join(tight_section(tight_ranking(best, "bs16", "gdp"), {"a": "bs16", "c": "gdp"}))
     assert "| a1a | 1 | 4 | dp-gd-tail | 0.02 | hess-clip | 0.018 ± 0.001 | dp-gd-tail | 0.019 | yes |" in text
-    assert text.endswith("The winning method changes in 1 of 1 cells.")
-    assert _tight_section(tight_ranking(_best()[_best()["conversion"] == "bs16"], "bs16", "gdp"), {}) == []
+    assert text.endswith("The method with the lowest mean changes in 1 of 1 cells; the tie set says whether the "
+                         "change is within seed noise.")
+    # the table names the tie set: hess-clip's 0.018 and averaged DP-GD's 0.019 (s.e. 0.001, 4 seeds) are within
+    # noise (Welch p ~ 0.5), objpert's 0.025 is not; twice gives the same text
+    from dpnewton.pipeline.claims.tie_columns import TIE_COLUMN, with_tie_columns
+    # over the configurations that ran under both conversions (not qu-clip: gdp only)
+    tied = with_tie_columns(text, best.assign(n_seeds=4), {"protocol": "bs16", "tight": "gdp"})
+    assert f"| lowest changed | {TIE_COLUMN} |" in tied
+    assert "| 0.019 | yes | hess-clip, dp-gd (avg) (4 seeds) |" in tied
+    assert with_tie_columns(tied, best.assign(n_seeds=4), {"protocol": "bs16", "tight": "gdp"}) == tied
+    assert with_tie_columns(text, best, {"protocol": "bs16"}) == text
+    assert tight_section(tight_ranking(_best()[_best()["conversion"] == "bs16"], "bs16", "gdp"), {}) == []

@@ -45,7 +45,7 @@ def test_best_lines_count_cells_and_each_sides_second_order():
     # F* as an illustration: no target, no count of cells "within" it
     floor = text.split("**Gaussian ridge floor")[1].split("\n")[0]
     assert "neither a target nor a lower bound" in floor and "(target" not in floor and "within" not in floor
-    assert "the best method / F\\* has median 1.35 (range 1.1-9) over 4 cells" in text
+    assert "the lowest mean / F\\* has median 1.35 (range 1.1-9) over 4 cells" in text
     assert "evaluated on the true logistic loss, has median 3 (range 2.5-20) x F\\*." in text
     # the paper's second-order methods and this project's, counted apart, each named from the cards
     assert ("* **Second order** (4 cells; target for each side: 3): the paper's (hess-clip, qu-clip) within one "

@@ -196,7 +196,7 @@ def test_crossover_rule():
 
 
 def test_claims_section_from_frontier():
-    from dpnewton.pipeline.claims.report import _budget_section
+    from dpnewton.pipeline.claims.rankings import budget_section
     from dpnewton.pipeline.claims.rules import winner_by_budget
 
     x = F.crossover(long_frontier({("a", "dp-gd"): [0.5, 0.4, 0.3, 0.1],
@@ -204,11 +204,11 @@ def test_claims_section_from_frontier():
     text = winner_by_budget(x.iloc[0])
     assert text == ("second order best at 2/4 budgets in [2, 4] passes (by hess-clip); "
                     "dp-gd overtakes at 8 passes")
-    lines = _budget_section(x.assign(reading=[text]), ("dp-gd", "hess-clip", "damped-newton"))
+    lines = budget_section(x.assign(reading=[text]), ("dp-gd", "hess-clip", "damped-newton"))
     assert lines[1].startswith("## Winner by compute budget") and lines[-1].endswith(f"| {text} |")
     assert ("second order = hess-clip; first order = dp-gd. damped-newton have non-private steps and none are"
             in lines[3])
-    assert _budget_section(None, ()) == [] and _budget_section(x.iloc[:0], ()) == []
+    assert budget_section(None, ()) == [] and budget_section(x.iloc[:0], ()) == []
 
 
 @pytest.mark.slow

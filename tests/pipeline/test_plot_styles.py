@@ -39,7 +39,8 @@ def test_every_registered_algorithm_has_its_own_colour_in_every_run():
     for name, style in styles.items():
         nonprivate = ALGORITHMS[name].role == "non-private step"
         assert (style["ls"] == "--") == nonprivate
-        assert style["label"] == plots.label(name) + (" (non-private step)" if nonprivate else "")
+        own = " (own objective)" if ALGORITHMS[name].loss_note else ""
+        assert style["label"] == plots.label(name) + (" (non-private step)" if nonprivate else "") + own
     # neither the trivial line's black nor the floor's dots is a method's
     assert not {"#000000", "#737373"} & set(taken) and ":" not in plots.LINES.values()
 

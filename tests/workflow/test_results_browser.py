@@ -12,26 +12,41 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import Select
 
-from dpnewton.pipeline.browser import build, tie_sets
+from dpnewton.algorithms import ALGORITHMS
+from dpnewton.pipeline.browser import build, method_note, tie_sets
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 def test_tie_sets_known_answer():
-    # cell (a, bs16, 1): best m1 0.10 (se 0.01); m2 0.113 <= 0.10 + hypot(0.01, 0.01) = 0.11414: tie;
-    # m3 0.12 is not; m4 NaN is in no tie set. Cell (a, bs16, 10) is its own: m1 is best there alone.
-    best = pd.DataFrame({"dataset": "a", "conversion": "bs16", "epsilon": [1.0, 1.0, 1.0, 1.0, 10.0, 10.0],
-                         "algorithm": ["m1", "m2", "m3", "m4", "m1", "m2"],
-                         "excess_loss_mean": [0.10, 0.113, 0.12, np.nan, 0.01, 0.05],
-                         "excess_loss_se": [0.01, 0.01, 0.001, 0.01, 0.001, 0.001]})
+    # the claims report's rule (Welch over 4 seeds). Cell (a, bs16, 1): lowest m1 0.10 (se 0.01); m2 0.113
+    # (se 0.01): t = 0.92, p ~ 0.39, a tie; m3 0.16 (se 0.001): t = 5.97 on ~3 degrees of freedom, p < 0.01,
+    # not; m4 NaN is in no tie set; dp-gd-oracle (a non-private step) is lowest but never ranked. Cell
+    # (a, bs16, 10) is its own: m1 is lowest there alone.
+    best = pd.DataFrame({"dataset": "a", "conversion": "bs16", "epsilon": [1.0, 1.0, 1.0, 1.0, 1.0, 10.0, 10.0],
+                         "algorithm": ["m1", "m2", "m3", "m4", "dp-gd-oracle", "m1", "m2"],
+                         "excess_loss_mean": [0.10, 0.113, 0.16, np.nan, 0.01, 0.01, 0.05],
+                         "excess_loss_se": [0.01, 0.01, 0.001, 0.01, 0.001, 0.001, 0.001], "n_seeds": 4})
     out = tie_sets(best)
-    assert out["is_best"].tolist() == [True, False, False, False, True, False]
-    assert out["tie"].tolist() == [True, True, False, False, True, False]
+    assert out["is_best"].tolist() == [True, False, False, False, False, True, False]
+    assert out["tie"].tolist() == [True, True, False, False, False, True, False]
+    assert out["ranked"].tolist() == [True, True, True, True, False, True, True]
+    p = stats.ttest_ind_from_stats(0.10, 0.01 * 2, 4, 0.113, 0.01 * 2, 4, equal_var=False).pvalue
+    q = stats.ttest_ind_from_stats(0.10, 0.01 * 2, 4, 0.16, 0.001 * 2, 4, equal_var=False).pvalue
+    assert p > 0.05 > q
+
+
+def test_non_private_parts_and_caveats_come_from_the_cards():
+    assert method_note("dp-gd-oracle") == f"non-private step: {ALGORITHMS['dp-gd-oracle'].nonprivate}"
+    assert method_note("damped-newton").startswith("non-private step: damped step size")
+    assert method_note("cubic-newton") == f"caveat: {ALGORITHMS['cubic-newton'].loss_note}"
+    assert method_note("dp-gd") == "" and method_note("not-registered") == ""
 
 
 def test_bad_input_names_the_problem(tmp_path, capsys):
@@ -164,6 +179,14 @@ def test_committed_page_loads_and_filters(browser):
     assert len(methods.all_selected_options) == len(methods.options) > shown
     assert len(_points(browser, "plot-T")) > len(before)
     assert "C1" in browser.find_element("id", "claims-table").text
+    # the non-private parts are labelled wherever the results are: under the plots and in the table
+    assert "non-private step: damped step size" in browser.find_element("id", "method-notes").text
+    table = browser.find_element("id", "best-table").text
+    assert "not ranked (non-private)" in table and "non-private step: damped step size" in table
+    _select(browser, "epsilon", "0.1")  # the Oracle ran at 0.1 and 10
+    browser.find_element("id", "all").click()
+    assert "non-private step: line-search step size" in browser.find_element("id", "method-notes").text
+    assert "Best T is selected non-privately" in browser.find_element("tag name", "body").text
     assert _console_errors(browser) == []
 
 

@@ -25,6 +25,8 @@ rule claims:
         ),
         robustness="results/claims/robustness.csv",
         divergence="results/claims/divergence.csv",
+        # the summary heat map (dpnewton.pipeline.claims.summary.heatmap), published beside claims.md
+        summary_figure="results/claims/claims_summary.png",
     log:
         "logs/claims.log",
     localrule: True
@@ -44,6 +46,7 @@ rule claims:
 rule publish_claims:
     input:
         md="results/claims/claims.md",
+        summary_figure="results/claims/claims_summary.png",
         claims=claims_files()[1:],
         tables=lambda wildcards: claims_bundle_tables(),
         figures=lambda wildcards: figure_files(),
@@ -51,6 +54,7 @@ rule publish_claims:
         runs="results/tables/runs.parquet",
     output:
         md="figures/claims.md",
+        summary_figure="figures/claims_summary.png",
         bundle=directory("figures/claims"),
     log:
         "logs/publish_claims.log",

@@ -15,10 +15,11 @@ Inputs (:func:`load_tables`), each optional except ``best_T``:
 * ``claims`` (``claims.csv``): the verdicts; ``floor`` (``floor.csv``): F*, drawn as a dotted line;
 * ``protocol`` (``protocol.json``): the config hash and datasets shown in the page's header.
 
-Tie set (:func:`tie_sets`): the configurations whose best-T mean excess loss is within one combined
-standard error of the cell's best, mean - best <= sqrt(se^2 + se_best^2): the rule of the claims
-report's C1 verdict (:func:`dpnewton.pipeline.claims.rules.verdict_best_loss`), not a test at a
-stated level. Run ``python -m dpnewton.pipeline.browser --help``; the workflow's rule ``browser``
+Tie set (:func:`tie_sets`): the claims report's rule (:mod:`dpnewton.pipeline.claims.ties`: Welch's
+t-test over seeds against the cell's lowest mean, p >= 0.05), over the private configurations only; a
+configuration with a non-private step (its card's ``nonprivate``: the Oracle's line search, damped Newton's
+step) or the explosion reset is drawn and labelled but never ranked. A card's ``loss_note`` (cubic Newton:
+its own objective) is shown with the configuration wherever it appears. Run ``python -m dpnewton.pipeline.browser --help``; the workflow's rule ``browser``
 (``workflow/rules/browser.smk``) writes ``results/browser.html``.
 """
 
@@ -32,12 +33,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..algorithms import ALGORITHMS
 from ..io import atomic_write_text, read_csv, read_json, read_parquet
 from .browser_page import render
+from .claims.cells import base_of, is_reset
+from .claims.ties import TIE_RULE as TIES_RULE, mark_ties
+from .frontier import role
 
 #: the tie rule in the page's words
-TIE_RULE = ("tie set: the configurations whose mean excess loss at their best T is within one combined "
-            "standard error of the best, mean - best <= sqrt(se^2 + se_best^2) (not a significance test)")
+TIE_RULE = (TIES_RULE + "; configurations with a non-private step are not ranked")
 CELL = ["dataset", "conversion", "epsilon"]
 #: significant digits kept in the page's numbers
 DIGITS = 4
@@ -74,20 +78,25 @@ def load_tables(best_T, summary=None, claims=None, floor=None, protocol=None) ->
     return tables
 
 
+def ranked(best: pd.DataFrame) -> pd.Series:
+    """Rows the tie sets rank: no non-private step (card role) and no explosion reset."""
+    return ~is_reset(best) & ~base_of(best).map(role).eq("non-private step")
+
+
 def tie_sets(best: pd.DataFrame) -> pd.DataFrame:
-    """``best`` with ``is_best`` (the cell's least mean excess loss) and ``tie`` (within one combined s.e.
-    of it, :data:`TIE_RULE`; the best is in its own tie set) per (dataset, conversion, epsilon). A
-    configuration without a finite mean is in no tie set; a missing s.e. counts as 0."""
+    """``best`` with ``is_best`` (the cell's lowest finite mean among :func:`ranked` rows), ``tie`` (not
+    significantly above it: :func:`dpnewton.pipeline.claims.ties.mark_ties`, over ``n_seeds`` seeds when
+    the table has them; the lowest is in its own tie set) and ``ranked`` per (dataset, conversion,
+    epsilon). A configuration without a finite mean, or not ranked, is in no tie set."""
     out = best.reset_index(drop=True)
-    mean = out["excess_loss_mean"].astype(float)
-    se = out["excess_loss_se"].astype(float).fillna(0.0)
-    finite = np.isfinite(mean)
-    key = mean.where(finite, np.inf)
-    best_index = key.groupby([out[c] for c in CELL]).transform("idxmin")
-    best_mean = mean.loc[best_index].to_numpy()
-    best_se = se.loc[best_index].to_numpy()
-    out["is_best"] = finite & (out.index == best_index)
-    out["tie"] = finite & (mean - best_mean <= np.hypot(se, best_se))
+    out["ranked"] = ranked(out).to_numpy()
+    out["is_best"], out["tie"] = False, False
+    for _, cell in out[out["ranked"]].groupby(CELL, sort=False):
+        marked = mark_ties(cell)
+        finite = np.isfinite(marked["excess_loss_mean"].astype(float))
+        if finite.any():
+            out.loc[marked.index, "tie"] = marked["tied"].astype(bool)
+            out.loc[marked["excess_loss_mean"].astype(float).idxmin(), "is_best"] = True
     return out
 
 
@@ -134,8 +143,19 @@ def method_table(best: pd.DataFrame) -> dict:
     keys = {name: {"base": str(base[name]), "average": _average(hyper[name]), "variant": name} for name in first.index}
     styles = method_styles(keys)
     return {name: {"base": keys[name]["base"], "color": style["color"], "label": style["label"],
-                   "default": name == keys[name]["base"], "order": i}
+                   "default": name == keys[name]["base"], "order": i, "note": method_note(keys[name]["base"])}
             for i, (name, style) in enumerate(styles.items())}
+
+
+def method_note(base: str) -> str:
+    """What a reader must know beside the configuration's numbers, from its algorithm's card: its non-private
+    step (``nonprivate``) and what its loss is measured on (``loss_note``); empty for neither."""
+    card = ALGORITHMS.get(base)
+    if card is None:
+        return ""
+    parts = [f"non-private step: {card.nonprivate}" if card.nonprivate else "",
+             f"caveat: {card.loss_note}" if card.loss_note else ""]
+    return "; ".join(p for p in parts if p)
 
 
 def page_data(tables: dict, title: str, source: str) -> dict:
@@ -149,7 +169,8 @@ def page_data(tables: dict, title: str, source: str) -> dict:
         "best": _columns(best, {"dataset": "dataset", "conversion": "conversion", "epsilon": "epsilon",
                                 "algorithm": "method", "best_T": "T", "excess_loss_mean": "mean",
                                 "excess_loss_se": "se", "runtime_s_mean": "runtime", "at_edge": "at_edge",
-                                "is_best": "is_best", "tie": "tie", "n_seeds": "n_seeds"}),
+                                "is_best": "is_best", "tie": "tie", "ranked": "ranked",
+                                "n_seeds": "n_seeds"}),
         "curves": None,
         "claims": None,
         "floor": None,

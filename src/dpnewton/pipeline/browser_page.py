@@ -84,7 +84,14 @@ function updateMethods() {
 }
 function style(name) {
   const m = DATA.methods[name];
-  return { color: m ? m.color : '#444', label: m ? m.label : name };
+  const note = m && m.note ? m.note : '';
+  return { color: m ? m.color : '#444', label: (m ? m.label : name) + (note ? ' *' : ''), note };
+}
+function notes(chosen) {
+  const esc = (v) => String(v).replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const items = chosen.filter((n) => style(n).note).map((n) => `<li>${esc(style(n).label)}: ${esc(style(n).note)}</li>`);
+  $('method-notes').innerHTML = items.length ? '<b>* Non-private parts and caveats of the configurations shown:</b>' +
+    `<ul>${items.join('')}</ul>` : '';
 }
 function traces(x) {
   const chosen = [...$('methods').selectedOptions].map((o) => o.value);
@@ -109,7 +116,7 @@ function traces(x) {
                marker: { symbol: 'star', size: 13, color: s.color, line: { color: '#000', width: 1 } } });
   }
   const ties = cell.filter((r) => r.tie && r.mean !== null && r[x] !== null);
-  out.push({ type: 'scatter', mode: 'markers', name: 'tie set (within 1 combined s.e. of the best)',
+  out.push({ type: 'scatter', mode: 'markers', name: 'tie set (Welch p >= 0.05 against the lowest mean)',
              x: ties.map((r) => r[x]), y: ties.map((r) => r.mean), hoverinfo: 'skip',
              marker: { symbol: 'circle-open', size: 22, color: '#1a7f37', line: { width: 2 } } });
   const floor = FLOOR.find((r) => r.dataset === ds && r.conversion === conv && r.epsilon === eps);
@@ -124,16 +131,18 @@ function layout(xTitle, floor) {
 }
 function bestTable() {
   const chosen = new Set([...$('methods').selectedOptions].map((o) => o.value));
+  notes([...chosen]);
   const rows = cellRows().filter((r) => chosen.has(r.method) || r.tie)
     .sort((a, b) => (a.mean === null) - (b.mean === null) || a.mean - b.mean);
   const fmt = (v) => (v === null || v === undefined ? 'n/a' : String(v));
   let h = '<tr><th>configuration</th><th>best T</th><th>mean excess loss</th><th>s.e.</th>' +
-          '<th>runtime (s)</th><th>seeds</th><th>tie set</th></tr>';
+          '<th>runtime (s)</th><th>seeds</th><th>tie set</th><th>non-private parts, caveats</th></tr>';
   for (const r of rows) {
     const cls = r.is_best ? 'best tie' : r.tie ? 'tie' : '';
     h += `<tr class="${cls}"><td>${style(r.method).label}${chosen.has(r.method) ? '' : ' (not shown)'}</td>` +
          `<td>${fmt(r.T)}${r.at_edge ? ' (edge)' : ''}</td><td>${fmt(r.mean)}</td><td>${fmt(r.se)}</td>` +
-         `<td>${fmt(r.runtime)}</td><td>${fmt(r.n_seeds)}</td><td>${r.is_best ? 'best' : r.tie ? 'tie' : ''}</td></tr>`;
+         `<td>${fmt(r.runtime)}</td><td>${fmt(r.n_seeds)}</td><td>${r.is_best ? 'lowest' : r.tie ? 'tie' : r.ranked === false ? 'not ranked (non-private)' : ''}</td>` +
+         `<td>${style(r.method).note}</td></tr>`;
   }
   $('best-table').innerHTML = h;
 }
@@ -202,7 +211,8 @@ def render(data: dict, plotly_js: str) -> str:
 mean excess loss over seeds). Green rings: {html.escape(data["tie_rule"])}. Grey dotted line: the
 Gaussian ridge floor F* of the cell (a local quadratic model, not a lower bound), where the tables have it.</div>
 <div class="plots"><div id="plot-T" class="plot"></div><div id="plot-runtime" class="plot"></div></div>
-<h2>Best T of the cell</h2>
+<div id="method-notes" class="note"></div>
+<h2>Best T of the cell (lowest mean and tie set)</h2>
 <table id="best-table"></table>
 <h2>Claim verdicts for the dataset</h2>
 <table id="claims-table"></table>

@@ -19,6 +19,7 @@ import pandas as pd
 from ..algorithms import ALGORITHMS
 from . import plots
 from .tables import read_table
+from .styles import OWN_OBJECTIVE
 
 NONPRIVATE_T = "Best T is selected **non-privately**."
 #: the most methods one panel shows; a larger group is split over rows, whole families together
@@ -321,7 +322,16 @@ def _caption_fig7(cfg, study):
             "dotted line is the trivial output w = 0 (log-loss ln 2). Shown: the configurations Figures 2 and 9 "
             "list (not their per-dataset additions), also those whose excess loss the loss figures leave out: test "
             "metrics compare every method alike; a pair of rows for the paper's methods and one for those beyond "
-            "the paper (with the paper's first-order full-batch configurations as the reference).")
+            "the paper (with the paper's first-order full-batch configurations as the reference)."
+            + _own_objective(cfg))
+
+
+def _own_objective(cfg: dict) -> str:
+    """The caption's sentence on the shown configurations whose card has a ``loss_note`` (legend mark
+    :data:`~.styles.OWN_OBJECTIVE`)."""
+    bases = sorted({(a or {}).get("algorithm", k) for k, a in (cfg.get("algorithms") or {}).items()})
+    return "".join(f" {ALGORITHMS[b].label} ({OWN_OBJECTIVE}): {ALGORITHMS[b].loss_note}." for b in bases
+                   if b in ALGORITHMS and ALGORITHMS[b].loss_note)
 
 
 #: every figure of the workflow, in report order

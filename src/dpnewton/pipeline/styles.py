@@ -23,6 +23,8 @@ SHADES = (0.0, -0.5, 0.45, -0.9, 0.85, -0.25, 0.2)
 #: lightness range of the shades
 DARKEST, LIGHTEST = 0.2, 0.8
 #: line style by release: the last iterate, an average of iterates (``average`` other than none), and the
+#: the label's mark of a method whose card has a ``loss_note`` (it minimises its own objective)
+OWN_OBJECTIVE = "own objective"
 #: same two for a method with a non-private step (its card's role); the floor's dots are no method's
 LINES = {("private", False): "-", ("private", True): "-.",
          ("non-private step", False): "--", ("non-private step", True): (0, (6, 2, 1, 2, 1, 2))}
@@ -64,7 +66,8 @@ def method_styles(methods) -> dict[str, dict]:
     ``methods``: name -> {"base": its registered algorithm, "average": its release, "variant": a key equal for
     configurations that differ only in ``average``} (:func:`dpnewton.pipeline.figures.style_order`; the
     variants of an algorithm get :data:`SHADES` in the order given), or a list of names, each its own algorithm.
-    A method with a non-private step is marked so in its label and dashed."""
+    A method with a non-private step is marked so in its label and dashed; one whose card has a ``loss_note``
+    (its loss is not the others') is marked :data:`OWN_OBJECTIVE`."""
     if not isinstance(methods, dict):
         methods = {m: {"base": m, "average": "none", "variant": m} for m in dict.fromkeys(methods)}
     order = list(ALGORITHMS)
@@ -84,7 +87,8 @@ def method_styles(methods) -> dict[str, dict]:
         styles[name] = {"color": _shade(colour, SHADES[shade % len(SHADES)]),
                         "ls": LINES["non-private step" if nonprivate else "private", averaged],
                         "marker": _variant_marker(marker, shade),
-                        "label": label(name) + (" (non-private step)" if nonprivate else "")}
+                        "label": label(name) + (" (non-private step)" if nonprivate else "")
+                        + (f" ({OWN_OBJECTIVE})" if base in ALGORITHMS and ALGORITHMS[base].loss_note else "")}
         rank[name] = (order.index(base), shade, averaged)
     return {name: styles[name] for name in sorted(styles, key=lambda n: rank[n])}
 

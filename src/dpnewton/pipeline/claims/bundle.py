@@ -75,8 +75,10 @@ def readme(protocol: dict, runs: pd.DataFrame, cost: pd.DataFrame | None, files:
 
 
 def write_bundle(report_md: str, sources: list[str], protocol_json: str, runs_parquet: str, out_md: str,
-                 out_dir: str, benchmarks: dict | None = None) -> list[str]:
-    """Entry point of the rule: copy the report to ``out_md`` and ``sources`` (figures and tables) into
+                 out_dir: str, benchmarks: dict | None = None, summary_figure: tuple[str, str] | None = None
+                 ) -> list[str]:
+    """Entry point of the rule: copy the report to ``out_md``, the summary heat map (``summary_figure``:
+    source, destination; drawn by rule ``claims``) beside it and ``sources`` (figures and tables) into
     ``out_dir``, then write its README.md from ``protocol_json``, ``runs_parquet`` and the
     ``benchmarks`` files, all read verified before anything is written (:mod:`dpnewton.io`,
     :func:`~dpnewton.pipeline.resources.read_benchmark`: a damaged one raises
@@ -86,8 +88,9 @@ def write_bundle(report_md: str, sources: list[str], protocol_json: str, runs_pa
     cost = run_cost(benchmarks, protocol["variants"]) if benchmarks else None
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out_md, suffix=".md") as tmp:
-        shutil.copyfile(report_md, tmp)
+    for src, dst in [(report_md, out_md), *([summary_figure] if summary_figure else [])]:
+        with atomic_path(dst, suffix=Path(dst).suffix) as tmp:
+            shutil.copyfile(src, tmp)
     names = []
     for src in [*sources, protocol_json]:
         name = Path(src).name

@@ -20,8 +20,9 @@ from .beyond import beyond_table, tight_ranking
 from .cells import (SETTING_CONVERSION, SETTINGS, base_of, cell_row, is_paper_configuration, is_reset,
                     setting_cells)
 from .paper import PAPER_TABLE1, PaperClaim, paper_claim
-from .rules import (Evidence, check_best_loss, check_damped, check_fig1, check_oracle, check_oracle_gap, check_qu,
-                    check_qu_speed, check_speedup, degenerate_cell, verdict_table1_cell, winner_by_budget)
+from .checks import (Evidence, check_best_loss, check_damped, check_fig1, check_oracle, check_oracle_gap, check_qu,
+                     check_qu_speed, check_speedup)
+from .rules import degenerate_cell, verdict_table1_cell, winner_by_budget
 from .sensitivity import (continued_past_cap, scaled_costs, table1_cell_within_timing, with_cap_check,
                           with_timing_check)
 from .tables import code_versions, configurations, divergence_table, heldout_cells, split_seed_selection

@@ -72,7 +72,7 @@ def floor_line(beyond: pd.DataFrame) -> list[str]:
     if not len(ratio):
         return []
     text = (f"* **Gaussian ridge floor F\\*** (an illustration of a local quadratic model at w\\*: neither a target "
-            f"nor a lower bound): the best method / F\\* has {_spread(ratio)} over {len(ratio)} cells")
+            f"nor a lower bound): the lowest mean / F\\* has {_spread(ratio)} over {len(ratio)} cells")
     if len(mechanism):
         text += (f"; F\\*'s own mechanism (one Gaussian release of the whole budget, then ridge), evaluated on the "
                  f"true logistic loss, has {_spread(mechanism)} x F\\*")

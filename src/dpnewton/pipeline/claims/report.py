@@ -17,15 +17,16 @@ from ...algorithms import ALGORITHMS
 from ...io import atomic_path, atomic_write_text, read_parquet
 from ..tables import read_table
 from ...privacy.neighbouring import BENCHMARK_RELATION
-from ..frontier import MEASURE_LABELS, SECOND_ORDER, members
-from ...floor import MECHANISM_DRAWS
-from .beyond import TARGETS, WHOSE, speed_misses, target_counts, with_floor_mechanism
-from .cells import SETTINGS, by_whose
+from ..frontier import SECOND_ORDER
+from .beyond import with_floor_mechanism
+from .cells import SETTINGS
 from .cost import cost_section, run_cost
 from .evaluation import budget_winner, evaluate
 from .headline import headline
 from .paper import PAPER_TABLE1, paper_claim
-from .summary import claim_rows, claim_table, in_short, rewrite_report, tie_section
+from .rankings import beyond_section, budget_section, edge_note, md_table, tight_section
+from .summary import claim_rows, claim_table, heatmap, in_short, rewrite_report, tie_section
+from .ties import config_ties
 from .rules import DEGENERATE, FIG1_DATASET
 from .tables import CODE_COLUMNS, accounting_share, privacy_plans
 from .tuning_tracks import tracks_comparison, tracks_section
@@ -43,10 +44,6 @@ def _table1_verdict(row) -> str:
         return ""
     moved = row.get("verdict_timing", "")
     return str(row["verdict"]) + (f" [timing: {moved}]" if isinstance(moved, str) and moved else "")
-
-
-def _edge(edge) -> str:
-    return f" ({edge})" if str(edge) in ("low", "high") else ""
 
 
 def shown_verdict(verdicts: pd.DataFrame) -> pd.Series:
@@ -193,8 +190,8 @@ def _table1_section(t1: pd.DataFrame) -> list[str]:
         ainfo = a.iloc[0] if len(a) else None
         gd = hc = ""
         if ainfo is not None:
-            gd = f"{ainfo['dp_gd_T']}{_edge(ainfo['dp_gd_edge'])} / {_fmt(ainfo['dp_gd_excess'])}"
-            hc = f"{ainfo['ours_T']}{_edge(ainfo['ours_edge'])} / {_fmt(ainfo['ours_excess'])}"
+            gd = f"{ainfo['dp_gd_T']}{edge_note(ainfo['dp_gd_edge'])} / {_fmt(ainfo['dp_gd_excess'])}"
+            hc = f"{ainfo['ours_T']}{edge_note(ainfo['ours_edge'])} / {_fmt(ainfo['ours_excess'])}"
         cells = [f"{r.get(k, np.nan):.2f}x" if math.isfinite(r.get(k, np.nan)) else "n/a" for k in SETTINGS]
         share_text = 'n/a' if not math.isfinite(share) else f'{share + 0.0:.2f}'.replace('-0.00', '0.00')
         L.append(f"| {ds} | {e:g} | {paper if paper else 'n/a'} | " + " | ".join(cells)
@@ -240,12 +237,6 @@ def _tuning_section(cfg: pd.DataFrame, variants: dict, budget: dict | None = Non
     return L
 
 
-def _md_table(header: list[str], rows) -> list[str]:
-    """A Markdown table: the header line, its rule, one line per row (cells already formatted)."""
-    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
-
-
 def _plans_section(plans: pd.DataFrame) -> list[str]:
     """The privacy plans of the declared configurations (:func:`~.tables.privacy_plans`)."""
     intro = ("What every declared zCDP configuration releases: its share of the run's rho (summed over the run, "
@@ -253,7 +244,7 @@ def _plans_section(plans: pd.DataFrame) -> list[str]:
              "ledgers through these plans; AOP, objpert and the minibatch methods are calibrated to (epsilon, "
              "delta) instead.")
     rows = [[r.configuration, r.quantity, f"{r.share_of_rho:.4g}", r.when, r.sensitivity] for r in plans.itertuples()]
-    table = _md_table(["configuration", "quantity", "share of rho", "released", "sensitivity"], rows)
+    table = md_table(["configuration", "quantity", "share of rho", "released", "sensitivity"], rows)
     return ["", "## Privacy plans", "", intro, "", *table] if rows else []
 
 
@@ -300,122 +291,6 @@ def _code_versions_section(versions) -> list[str]:
         for _, r in versions.iterrows()]
 
 
-def _names(names) -> str:
-    return ", ".join(names) if len(names) else "none"
-
-
-def _budget_section(bw, methods) -> list[str]:
-    """Winner by compute budget, from the frontier table (only when the claims rule has it); ``methods``:
-    the run's base algorithms."""
-    if bw is None or not len(bw):
-        return []
-    second = members("second-order", methods)
-    own = [m for m in second if not ALGORITHMS[m].paper]
-    gloss = f" ({', '.join(own)}: this project's, not the paper's)" if own else ""
-    L = ["", "## Winner by compute budget (from the frontier table; not a claim of the paper)", "",
-         f"Conversion {bw['conversion'].iloc[0]}. Per (dataset, epsilon) and cost measure: at each of the frontier's "
-         "budgets, the method with the smallest best mean excess loss within that budget, over all its declared "
-         "configurations and T (results/tables/frontier.csv; **non-private** selection, as best T). Candidates: "
-         f"second order = {', '.join(second)}{gloss}; first order = {', '.join(members('first-order', methods))}. "
-         f"{_names(members('non-private step', methods))} have non-private steps and "
-         f"{_names(members('one-shot', methods))} are one-shot: not candidates "
-         "(Figure 6 and the table cost a one-shot solve by its recorded Newton steps, a model: the table's `note`). "
-         "An exact tie goes to the first-order method. *overtakes at*: the first budget above the "
-         "first second-order win where a first-order method is best. Passes are pass-equivalents "
-         "(benchmarks/pass_costs.py), runtimes lone-run seconds (timing stage; untimed methods absent).", "",
-         "| dataset | eps | measure | winner by compute budget |", "|---|---|---|---|"]
-    for r in bw.itertuples():
-        L.append(f"| {r.dataset} | {r.epsilon:g} | {MEASURE_LABELS[r.measure]} | {r.reading} |")
-    return L
-
-
-def _tight_section(table: pd.DataFrame | None, conv: dict) -> list[str]:
-    """Accounting on equal terms (:func:`~.beyond.tight_ranking`): the winner per cell with every method under
-    the tight conversion beside the winner under the protocol's, over the same configurations."""
-    if table is None or not len(table):
-        return []
-    changed = int(table["changed"].sum())
-    return ["", "## Ranking on equal accounting terms (not a claim of the paper)", "",
-            f"The zCDP methods are converted to (epsilon, delta) by `{conv['a']}` in the protocol; objective "
-            "perturbation is calibrated by its own tight (epsilon, delta) profile in every setting. Here every "
-            f"method that ran under the tight conversion `{conv['c']}` is ranked under it (objective perturbation "
-            "unchanged), beside its ranking under the protocol's over the same configurations: the best "
-            "configuration per cell at its best T (**non-private** selection), and the best of another method "
-            "under the tight conversion.", "",
-            *_md_table(["dataset", "eps", "configurations", f"best under {conv['a']}", "excess",
-                        f"best under {conv['c']}", "excess", f"runner-up under {conv['c']}", "excess",
-                        "winner changed"],
-                       [[r.dataset, f"{r.epsilon:g}", str(r.configurations), r.protocol_best,
-                         _fmt(r.protocol_excess), r.tight_best, f"{_fmt(r.tight_excess)} ± {_fmt(r.tight_se, 2)}",
-                         r.runner_up or "n/a", _fmt(r.runner_up_excess), "yes" if r.changed else "no"]
-                        for r in table.itertuples()]),
-            "", f"The winning method changes in {changed} of {len(table)} cells."]
-
-
-def _beyond_section(table: pd.DataFrame | None, methods) -> list[str]:
-    """Beyond the paper (:mod:`.beyond`): the best private method per cell beside the ridge floor F* and
-    F*'s own mechanism on the true loss, then per cell and side (the paper's second-order methods and this
-    project's) the best second-order configuration against the best and against averaged DP-GD
-    (``methods``: the run's base algorithms)."""
-    if table is None or not len(table):
-        return []
-    t = TARGETS
-    k = target_counts(table)
-    sides = by_whose(members("second-order", methods))
-    whose = {"paper": "the paper's", "project": "this project's"}
-    L = ["", "## Beyond the paper (not a claim of the paper)", "",
-         "Every declared configuration of every method at its best T (**non-private** selection, as above), "
-         "the package's own methods and options included (iterate averaging, "
-         f"{_names([m for m in methods if m in ALGORITHMS and not ALGORITHMS[m].paper])}); configurations with a "
-         f"non-private step ({_names(members('non-private step', methods))}, the explosion reset) are left "
-         "out. F* is the **Gaussian ridge floor (local quadratic model)**: the expected excess loss of ridge-"
-         "regularised, Gaussian-perturbed ERM on the quadratic model at w* (results/tables/floor.csv). It "
-         "illustrates what that model predicts at the cell's budget; it is neither a target nor a lower bound. "
-         "*F*'s mechanism, true loss*: the same mechanism (one Gaussian release of the whole budget, then ridge "
-         f"with F*'s lambda) evaluated on the true logistic loss, mean over {MECHANISM_DRAWS} draws: how far the "
-         "quadratic model is from the loss at that noise. The trivial loss of w = 0 is listed under *Divergence*.",
-         "", *_md_table(["dataset", "eps", "best (T)", "excess", "DP-GD / best", "averaged DP-GD (T)", "F*",
-                         "F*'s mechanism, true loss", "best / F*", "mechanism / F*"], [
-             [r.dataset, f"{r.epsilon:g}", _named(r.best, r.best_T, r.best_edge), _fmt(r.best_excess),
-              _ratio(r.dp_gd_over_best), _named(r.averaged, r.averaged_T, r.averaged_edge), _fmt(r.ridge_floor),
-              _fmt(r.mechanism_excess_loss), _ratio(r.best_over_floor), _ratio(r.mechanism_over_floor)]
-             for r in table.itertuples()]),
-         "", "*Second order*, the paper's (" + _names(sides["paper"]) + ") and this project's ("
-         + _names(sides["project"]) + ") apart: per cell and side the best second-order configuration, with or "
-         "without averaging. Ratios against *averaged DP-GD* are at both methods' best T: iterations, lone-run "
-         "runtime (timing stage; n/a when a configuration was not timed) and pass-equivalents "
-         "(benchmarks/pass_costs.py); `high`: averaged DP-GD's best T is at its cap. Target (a measurement, not a "
-         f"verdict): within one s.e. of the best, with >= {t['iterations_ratio']:g}x fewer iterations and "
-         f">= {t['runtime_ratio']:g}x less runtime than averaged DP-GD at its best T, in at least "
-         f"{t['cells_share']:.0%} of the cells ({k['speed_needed']} of {k['cells']}); the last column says which "
-         "condition fails.", ""]
-    rows = []
-    for r in table.to_dict("records"):
-        for side in WHOSE:
-            if not sides[side]:
-                continue
-            misses = speed_misses(r, side)
-            rows.append([r["dataset"], f"{r['epsilon']:g}", whose[side],
-                         _named(r[f"{side}_second_order"], r[f"{side}_second_order_T"]),
-                         _ratio(r[f"{side}_over_best"]), "yes" if r[f"{side}_within_se"] is True else "no",
-                         _ratio(r[f"{side}_iterations_ratio"]), _ratio(r[f"{side}_runtime_ratio"]),
-                         _ratio(r[f"{side}_passes_ratio"]), "; ".join(misses) if misses else "met"])
-    L += _md_table(["dataset", "eps", "whose", "best second order (T)", "/ best", "within 1 s.e.", "iterations ratio",
-                    "runtime ratio", "passes ratio", "target"], rows)
-    L += ["", "Target met: " + "; ".join(
-        f"{whose[side]} ({', '.join(sides[side])}) in {k[side]['speed_met']} of {k['cells']} cells, within one s.e. "
-        f"of the best in {k[side]['within_se']}" for side in WHOSE if sides[side]) + "."]
-    return L
-
-
-def _ratio(x) -> str:
-    return f"{x:.2f}x" if isinstance(x, (int, float)) and math.isfinite(x) else "n/a"
-
-
-def _named(name, T, edge="") -> str:
-    return "n/a" if not isinstance(name, str) else f"{name} ({int(T)}{_edge(edge)})"
-
-
 def _caveats() -> list[str]:
     repetitions = paper_claim("paper").values["repetitions"]
     return ["", "## Caveats", "",
@@ -444,9 +319,9 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += _divergence_section(extra["divergence"], baseline)
     L += _robustness_section(extra["robustness"])
     L += _code_versions_section(extra.get("code_versions"))
-    L += _budget_section(extra.get("budget_winner"), extra["methods"])
-    L += _beyond_section(extra.get("beyond"), extra["methods"])
-    L += _tight_section(extra.get("tight"), extra["conv"])
+    L += budget_section(extra.get("budget_winner"), extra["methods"])
+    L += beyond_section(extra.get("beyond"), extra["methods"])
+    L += tight_section(extra.get("tight"), extra["conv"])
     L += tracks_section(extra.get("tracks"), extra.get("tracks_declared"))
     L += cost_section(extra.get("cost"))
     L += _caveats()
@@ -457,7 +332,8 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     short = in_short(verdicts, parts["best"], parts["floor"], parts["tracks"], parts["tracks_cfg"], extra.get("cost"),
                      extra["conv"]["a"], extra["conv"]["c"])
     return rewrite_report(text, short, claim_table(claim_rows(verdicts, parts["best"], extra["conv"]["a"])),
-                          tie_section(parts["best"], extra["conv"]["a"]))
+                          tie_section(parts["best"], extra["conv"]["a"]), parts["best"],
+                          {"protocol": extra["conv"]["a"], "tight": extra["conv"]["c"]})
 
 
 def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | None = None,
@@ -465,7 +341,8 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
     """Rule ``claims``: the aggregate tables (``inputs``) -> ``claims.md`` and its CSVs (``outputs``).
     ``inputs['floor']`` (optional): the floor table, whose F*'s-mechanism column *Beyond the paper* shows;
     ``tracks``: the config's ``tracks`` section, when ``inputs['tracks']`` lists the track tables
-    (private_selection, fixed_rule parquet files); ``benchmarks``: rule -> its jobs' benchmark files,
+    (private_selection, fixed_rule parquet files); ``outputs['summary_figure']`` (optional): the summary heat
+    map (:func:`.summary.heatmap`); ``benchmarks``: rule -> its jobs' benchmark files,
     for the run's cost (:mod:`.cost`)."""
     runs = read_table(inputs["runs"])
     summary = read_table(inputs["summary"])
@@ -491,6 +368,9 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
         extra["summary"] = {"best": best, "floor": read_table(inputs["floor"]), "tracks": frames,
                             "tracks_cfg": tracks or {}}
     atomic_write_text(outputs["md"], markdown(verdicts, extra, protocol, baseline))
+    if outputs.get("summary_figure"):
+        heatmap(config_ties(best, claims["protocol_conversion"]), outputs["summary_figure"],
+                claims["protocol_conversion"])
     for name, frame in (("csv", verdicts), ("robustness", extra["robustness"]), ("divergence", extra["divergence"])):
         with atomic_path(outputs[name], suffix=".csv") as tmp:
             frame.to_csv(tmp, index=False)

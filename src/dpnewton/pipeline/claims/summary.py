@@ -22,6 +22,7 @@ import yaml
 from ..frontier import SECOND_ORDER
 from .cells import is_paper_method
 from .headline import HEADING, floor_line, sync_readme, verdict_line
+from .tie_columns import with_tie_columns
 from .ties import ALPHA, TIE_RULE, config_ties, family_ties, mark_ties, tie_counts, tie_sets
 from .tuning_tracks import NEAR_ORACLE, label_variants, not_better_than_trivial
 from .verdict import NOT, PARTLY, REPRODUCED
@@ -300,28 +301,35 @@ def heatmap(configs: pd.DataFrame, path: Path, conversion: str) -> None:
 #: the report's sections that name a "best" or "winner" (the lowest mean), each given :data:`RANK_NOTE`
 RANKED_SECTIONS = ("## Winner by compute budget", "## Beyond the paper", "## Ranking on equal accounting terms",
                    "## Tuning paid for privately")
-RANK_NOTE = ("*Best* and *winner* in this section mean the lowest mean, with no test against seed noise: "
-             "the sets of methods within noise of it (the tie rule) are in [In short](#in-short) and the "
-             "summary figure.")
+RANK_NOTE_START = "*Best*, *lowest* and *winner* in this section"
+RANK_NOTE = (f"{RANK_NOTE_START} mean the lowest mean, with no test against seed noise. The method families "
+             "within noise of it (the tie rule) are the last column of a table that has one, [Tie sets per "
+             "cell](#tie-sets-per-cell) and the summary figure.")
 
 
 def _note_rankings(body: str) -> str:
-    """Put :data:`RANK_NOTE` under each heading of :data:`RANKED_SECTIONS` (once)."""
+    """Put :data:`RANK_NOTE` under each heading of :data:`RANKED_SECTIONS` (once, replacing an earlier
+    wording of the note)."""
+    body = re.sub(r"^\*Best\*[^\n]* in this section mean the lowest mean[^\n]*\n\n", "", body, flags=re.M)
     for head in RANKED_SECTIONS:
         body = re.sub(rf"^({re.escape(head)}[^\n]*\n\n)(?!{re.escape(RANK_NOTE)})", lambda m: m.group(1) + RANK_NOTE
                       + "\n\n", body, count=1, flags=re.M)
     return body
 
 
-def rewrite_report(report_md: str, short: list[str], table: list[str], ties: list[str] = ()) -> str:
+def rewrite_report(report_md: str, short: list[str], table: list[str], ties: list[str] = (),
+                   best: pd.DataFrame | None = None, conversions: dict[str, str] | None = None) -> str:
     """The report with its "In short" section replaced by ``short`` + the claim table, a table of contents
-    before it and :data:`RANK_NOTE` under the sections that rank by the lowest mean."""
+    before it, :data:`RANK_NOTE` under the sections that rank by the lowest mean and, given ``best`` and
+    ``conversions`` ("protocol", "tight"), the tie sets in their tables (:func:`.tie_columns.with_tie_columns`)."""
     body = re.sub(rf"^({re.escape(TOC_HEADING)}|{re.escape(TIES_HEADING)})\n.*?(?=^## )", "", report_md,
                   flags=re.S | re.M)
     block = "\n".join(short + ["One line per claim (the verdict over its datasets and one number; details: "
                                "*Verdicts with numbers*):", "", *table, "", *ties])
     body = re.sub(rf"^{re.escape(HEADING)}\n.*?(?=^## )", lambda _: block + "\n", body, count=1, flags=re.S | re.M)
     body = _note_rankings(body)
+    if best is not None and conversions:
+        body = with_tie_columns(body, best, conversions)
     first = body.index(HEADING)
     return body[:first] + "\n".join(contents(body)) + "\n" + body[first:]
 
@@ -335,7 +343,8 @@ def republish(bundle: Path, report: Path, readme: Path | None, config: Path, con
     short = in_short(verdicts, best, floor, tracks, tracks_cfg, read("resources.csv"), conversion, tight)
     table = claim_table(claim_rows(verdicts, best, conversion))
     heatmap(config_ties(best, conversion), report.parent / FIGURE, conversion)
-    atomic_write_text(report, rewrite_report(report.read_text(), short, table, tie_section(best, conversion)))
+    atomic_write_text(report, rewrite_report(report.read_text(), short, table, tie_section(best, conversion), best,
+                                             {"protocol": conversion, "tight": tight}))
     if readme is not None:
         sync_readme(readme, report)
 
