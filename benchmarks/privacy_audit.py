@@ -103,14 +103,14 @@ def _aop_power(epsilon: float, n: int) -> dict:
     return out
 
 
-def _objpert_power(epsilon: float, n: int) -> dict:
+def _objpert_power(epsilon: float, n: int, d: int) -> dict:
     """Why the audit has power on objpert (docs/algorithms.md §15): in sum form the objective is
     sum_i l(theta; z_i) + Lambda/2 ||theta||^2 + <b, theta> with b ~ N(0, sigma^2 I). With the opposed
     canary D's n records z_i = -u pull theta^ to t u, n sigmoid(t) + Lambda t = 0, where the canary's
     |l'| = sigmoid(-t) < L = 1, so the canary moves b by sigmoid(-t) u: mu = sigmoid(-t)/sigma (x2 for
     half the noise)."""
     delta = 1.0 / n**2
-    p = objpert_parameters(epsilon, delta, n)
+    p = objpert_parameters(epsilon, delta, n, d=d)
     lam = p["Lambda"]
     t = optimize.brentq(lambda x: n / (1.0 + math.exp(-x)) + lam * x, -50.0, 0.0)
     g_c = 1.0 / (1.0 + math.exp(t))
@@ -149,7 +149,7 @@ def write_doc(rows: list[dict], args, total_seconds: float, audited: list[str] |
     first = next((r for r in rows if not math.isnan(r["rho"])), rows[0])   # a zCDP row states the rho
     broken_variants = BROKEN_VARIANTS[1:]
     aop = _aop_power(args.epsilon, args.n)
-    objp = _objpert_power(args.epsilon, args.n)
+    objp = _objpert_power(args.epsilon, args.n, args.d)
     cubic_d = find_mechanism("cubic-newton").hyper["diameter"]
     cubic, cubic_default = _cubic_power(args.epsilon, args.n, cubic_d), _cubic_power(args.epsilon, args.n, 10.0)
     dp_gd_mu = math.sqrt(2.0 * epsilon_to_rho(args.epsilon, 1.0 / args.n**2, "gdp")) * args.n / (args.n + 1)

@@ -8,7 +8,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from dpnewton.algorithms import get_algorithm, objpert
-from dpnewton.algorithms.aop import aop_objective
+from dpnewton.algorithms.aop import aop_objective, minimize_objective
 from dpnewton.experiment import make_contexts, resolve_budget, run_algorithm
 from dpnewton.privacy import PrivacyBudgetExceeded
 from dpnewton.privacy.conversions import _gdp_delta
@@ -16,6 +16,7 @@ from dpnewton.privacy.objpert_profile import (calibrate_sigma, check_spend, gaus
                                               lambda_for_share, objpert_delta)
 from dpnewton.seeding import RunIdentity
 from tests.conftest import make_problem
+from dpnewton.loss import LogisticProblem
 
 PROBLEM = make_problem(1500, 4, seed=1)
 
@@ -114,7 +115,7 @@ def test_output_gaussian_calibration_is_exact():
 
 def test_parameters_split_and_spend():
     n, eps, delta = 1000, 1.0, 1e-6
-    prm = objpert.objpert_parameters(eps, delta, n)
+    prm = objpert.objpert_parameters(eps, delta, n, d=PROBLEM.d)
     assert prm["eps_out"] == pytest.approx(0.01) and prm["eps_obj"] == pytest.approx(0.99)
     assert prm["delta_out"] == pytest.approx(1e-8) and prm["delta_obj"] == pytest.approx(0.99e-6)
     assert prm["Lambda"] == pytest.approx(0.25 / math.expm1(0.099), rel=1e-12)
@@ -200,14 +201,14 @@ def test_ledger_sums_to_the_total_and_record():
 
 
 def test_fixed_lambda_and_bad_input_errors():
-    prm = objpert.objpert_parameters(1.0, 1e-6, 500, objpert.ObjpertConfig(Lambda=5.0))
+    prm = objpert.objpert_parameters(1.0, 1e-6, 500, objpert.ObjpertConfig(Lambda=5.0), d=5)
     assert prm["Lambda"] == 5.0 and prm["jacobian_share"] is None
     with pytest.raises(ValueError, match="infeasible.*eps0"):
-        objpert.objpert_parameters(0.01, 1e-6, 500, objpert.ObjpertConfig(Lambda=1.0))
+        objpert.objpert_parameters(0.01, 1e-6, 500, objpert.ObjpertConfig(Lambda=1.0), d=5)
     with pytest.raises(ValueError, match="epsilon"):
-        objpert.objpert_parameters(0.0, 1e-6, 500)
+        objpert.objpert_parameters(0.0, 1e-6, 500, d=5)
     with pytest.raises(ValueError, match="delta"):
-        objpert.objpert_parameters(1.0, 1.5, 500)
+        objpert.objpert_parameters(1.0, 1.5, 500, d=5)
     with pytest.raises(ValueError, match="jacobian_share"):
         run_algorithm(PROBLEM, "syn", "objpert", 1.0, [0], [1], hyper={"jacobian_share": 1.0})
     with pytest.raises(ValueError, match="Lambda"):
@@ -227,3 +228,33 @@ def test_losses_and_training_accuracy_come_from_one_pass_with_the_same_bits():
         assert zero == PROBLEM.loss(np.zeros(PROBLEM.d)) - PROBLEM.loss_opt + PROBLEM.loss_opt
         assert res.excess_loss[1] == PROBLEM.loss(res.w) - PROBLEM.loss_opt
         assert res.train_accuracy == PROBLEM.accuracy(res.w)
+
+
+def test_tiny_epsilon_solves_on_every_draw_and_the_tolerance_is_public():
+    """At epsilon 1e-10 the objective noise's norm is ~1e10, so a fixed sum-form tolerance of 1e-6 sits
+    below float64 rounding (~1e-16 ||b||) and about 6 % of draws failed; the public floor
+    (SOLVER_FLOOR x sigma sqrt(d)) makes every one of 200 seeded fits solve, and the tolerance is the
+    same on neighbouring datasets (a function of epsilon, delta and d only)."""
+    from dpnewton.privacy.neighbouring import LIBRARY_RELATION
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    problem = LogisticProblem(np.column_stack([X, np.ones(100)]) / 6.0, y)
+    runs = run_algorithm(problem, "tiny", "objpert", 1e-10, list(range(200)), [1], delta=1e-10,
+                         neighbouring=LIBRARY_RELATION)
+    assert len(runs) == 200 and all(np.isfinite(r.w).all() for r in runs)
+    small, large = (objpert.objpert_parameters(1e-10, 1e-10, n, neighbouring=LIBRARY_RELATION, d=4)
+                    for n in (100, 101))
+    assert small["sum_gradient_tolerance"] == large["sum_gradient_tolerance"] > objpert.SUM_TOLERANCE
+    assert small["sensitivity_out"] == large["sensitivity_out"]
+    usual = objpert.objpert_parameters(0.01, 1e-10, 100, neighbouring=LIBRARY_RELATION, d=4)
+    assert usual["sum_gradient_tolerance"] == objpert.SUM_TOLERANCE   # the floor binds only at tiny epsilon
+
+
+def test_a_failed_solve_names_no_value_computed_from_the_data():
+    b = 0.01 * np.ones(PROBLEM.d)
+    with pytest.raises(RuntimeError) as err:
+        minimize_objective(PROBLEM, 3.0, b, 1e-9, max_iterations=0)
+    message = str(err.value)
+    assert "within 0 steps" in message and "MAX_NEWTON_ITERATIONS" in message
+    assert str(PROBLEM.n) not in message and "n =" not in message and "reached" not in message

@@ -28,7 +28,7 @@ def test_norm_laplace_radius_is_gamma_and_direction_uniform():
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0])
 def test_pure_split_spends_exactly_epsilon(epsilon):
-    p = pure_parameters(epsilon, 100, neighbouring="add-remove")
+    p = pure_parameters(epsilon, 100, neighbouring="add-remove", d=5)
     assert p["eps0"] + p["eps_noise"] + p["eps_out"] == pytest.approx(epsilon, rel=1e-12)
     assert p["eps0"] == pytest.approx(np.log1p(0.25 / p["Lambda"]), rel=1e-12) and p["eps_noise"] > 0
     assert p["scale"] == pytest.approx(1.0 / p["eps_noise"]) and p["delta_spent"] == 0.0

@@ -63,7 +63,7 @@ def test_objective_noise_on_d_is_the_calibrated_gaussian():
     D = audit_pair()[0]
     runs = run_algorithm(D, "small-n-test", "objpert", EPSILON, list(range(2000)), [1], delta=1e-5,
                          neighbouring=LIBRARY_RELATION)
-    params = objpert_parameters(EPSILON, 1e-5, D.n, neighbouring=LIBRARY_RELATION)
+    params = objpert_parameters(EPSILON, 1e-5, D.n, neighbouring=LIBRARY_RELATION, d=D.d)
     b = objective_noise(D, np.stack([r.w for r in runs]), params["Lambda"]) / params["sigma"]
     assert np.all(np.abs(b.mean(axis=0)) < 0.1) and np.all(np.abs(b.std(axis=0) - 1.0) < 0.05)
     assert np.all(np.abs(np.corrcoef(b.T) - np.eye(3)) < 0.1)

@@ -99,9 +99,9 @@ def test_benchmark_relation_keeps_n_and_the_paper_bits():
 
 
 def test_objpert_noise_scales_do_not_read_n_under_add_remove():
-    small, large = (objpert_parameters(1.0, 1e-5, n, neighbouring=LIBRARY_RELATION) for n in (3, 4))
+    small, large = (objpert_parameters(1.0, 1e-5, n, neighbouring=LIBRARY_RELATION, d=3) for n in (3, 4))
     assert small["sigma"] == large["sigma"] and small["sigma_out"] == large["sigma_out"]
-    paper_small, paper_large = (objpert_parameters(1.0, 1e-5, n) for n in (3, 4))
+    paper_small, paper_large = (objpert_parameters(1.0, 1e-5, n, d=3) for n in (3, 4))
     assert paper_small["sigma_out"] != paper_large["sigma_out"]        # (2n + 1) gamma / Lambda
     assert paper_small["sigma"] == small["sigma"]                      # the objective noise is n-free in both
 

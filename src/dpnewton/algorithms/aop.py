@@ -175,10 +175,10 @@ def minimize_objective(problem: LogisticProblem, lam: float, b: np.ndarray, gamm
     if ok:
         return theta, reached, steps
     raise RuntimeError(
-        f"AOP: Newton reached ||grad J|| = {reached:.3g}, not the tolerance gamma = 1/n^2 = {gamma:.3g} "
-        f"(n = {n}, d = {d}) within {cap} steps. The objective noise is not redrawn (the released draw "
-        "would then depend on the data). Fix: raise dpnewton.algorithms.aop.MAX_NEWTON_ITERATIONS; if the "
-        "norm is at float64 rounding (~1e-16 ||b|| sqrt(d)), n is too large for gamma = 1/n^2.")
+        f"Newton did not reach ||grad J|| <= the declared tolerance within {cap} steps. The objective noise is "
+        "not redrawn (the released draw would then depend on the data), and the message names no value "
+        "computed from the data. Fix: raise the card's MAX_NEWTON_ITERATIONS (dpnewton.algorithms.aop, "
+        "dpnewton.algorithms.objpert).")
 
 
 def _warm_start(problem: LogisticProblem, mu: float, b: np.ndarray) -> tuple | None:

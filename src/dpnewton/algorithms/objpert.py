@@ -44,7 +44,8 @@ gives (eps, delta) for the pair, and the output is post-processing of the pair [
 
 Under the ``add-remove`` relation (n private, :mod:`dpnewton.privacy.neighbouring`) the output
 sensitivity may not depend on n: the solver then stops on the sum-form gradient,
-||grad J_D(theta~)|| <= gamma_sum = :data:`SUM_TOLERANCE` (mean form: gamma_sum/n), so r = gamma_sum/Lambda
+||grad J_D(theta~)|| <= gamma_sum = :data:`SUM_TOLERANCE` (mean form: gamma_sum/n; at least
+:data:`SOLVER_FLOOR` x the public noise norm scale), so r = gamma_sum/Lambda
 for every dataset and Delta_out = 2 gamma_sum/Lambda. No count is released. Under
 ``add-remove-public-n`` (the benchmark) the rule above, (2n + 1) gamma/Lambda, is kept.
 
@@ -97,6 +98,13 @@ MAX_NEWTON_ITERATIONS = 100
 LAMBDA_FLOOR = 1e-2   # the smallest sum-form Lambda the rule gives (regulariser)
 TOLERANCE = 1e-12    # gamma on the mean-form gradient, the same for every n (n public)
 SUM_TOLERANCE = 1e-6  # gamma_sum on the sum-form gradient (n private): mean form gamma_sum/n, 1e-12 at n = 1e6
+SOLVER_FLOOR = 1e-13
+"""The tolerance is at least SOLVER_FLOOR times the public scale of the objective noise's norm, ||b|| ~
+sigma sqrt(d) (Gaussian) or d x scale (norm-Laplace), both sum form: the float64 floor of ||grad J|| is
+about 1e-16 ||b|| (at J's minimiser Lambda theta ~ -b), so at a tiny epsilon (sigma ~ 1e10 at epsilon
+5e-11) a fixed 1e-6 would be below rounding and the solve would fail on some draws of b. A function of
+(epsilon, delta, d), so the output sensitivity 2 gamma_sum/Lambda stays data-independent; it binds only
+where sigma sqrt(d) > 1e7, far below every benchmark epsilon."""
 MECHANISM = "objective perturbation, tight profile (Redberg-Koskela-Wang 2023)"
 MECHANISM_PURE = "objective perturbation, pure epsilon-DP (Chaudhuri-Monteleoni-Sarwate 2011)"
 
@@ -145,15 +153,19 @@ def output_sensitivity(n: int, lam: float, gamma: float) -> float:
     return (2 * n + 1) * gamma / lam
 
 
-def solver_tolerance(n: int, neighbouring: str) -> tuple[float, float]:
-    """(gamma on the mean-form gradient, Delta_out / (1/Lambda)) for the relation (module docstring)."""
+def solver_tolerance(n: int, neighbouring: str, noise_norm: float) -> tuple[float, float]:
+    """(gamma on the mean-form gradient, Delta_out / (1/Lambda)) for the relation (module docstring);
+    ``noise_norm`` is the public sum-form scale of ||b|| (:data:`SOLVER_FLOOR`)."""
+    floor = SOLVER_FLOOR * noise_norm
     if neighbouring == LIBRARY_RELATION:
-        return SUM_TOLERANCE / n, 2.0 * SUM_TOLERANCE
-    return TOLERANCE, output_sensitivity(n, 1.0, TOLERANCE)
+        gamma_sum = max(SUM_TOLERANCE, floor)
+        return gamma_sum / n, 2.0 * gamma_sum
+    gamma = max(TOLERANCE, floor / n)
+    return gamma, output_sensitivity(n, 1.0, gamma)
 
 
 def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig = ObjpertConfig(),
-                       neighbouring: str = BENCHMARK_RELATION) -> dict:
+                       neighbouring: str = BENCHMARK_RELATION, *, d: int) -> dict:
     """The split, Lambda, sigma (sum form), the noise scales of the run and the spend check."""
     check_epsilon_delta(epsilon, delta)
     check_epsilon_cap(epsilon)
@@ -163,7 +175,7 @@ def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig 
     lam = regulariser(eps_obj, cfg)
     sigma = calibrate_sigma(eps_obj, delta_obj, lam, L_CONST, BETA)
     delta_obj_spent = objpert_delta(eps_obj, sigma, lam, L_CONST, BETA)
-    gamma, sens_lambda = solver_tolerance(n, neighbouring)
+    gamma, sens_lambda = solver_tolerance(n, neighbouring, sigma * math.sqrt(d))
     sens_out = sens_lambda / lam
     mu_out = gaussian_mu_for(eps_out, delta_out)
     delta_out_spent = _gdp_delta(eps_out, mu_out)
@@ -176,11 +188,11 @@ def objpert_parameters(epsilon: float, delta: float, n: int, cfg: ObjpertConfig 
             "delta_obj_profile": delta_obj_spent, "gamma": gamma, "sensitivity_out": sens_out,
             "mu_out": mu_out, "sigma_out": sens_out / mu_out, "delta_out_profile": delta_out_spent,
             "eps_spent": eps_spent, "delta_spent": delta_spent, "returned_zero": False,
-            **({"sum_gradient_tolerance": SUM_TOLERANCE} if neighbouring == LIBRARY_RELATION else {})}
+            **({"sum_gradient_tolerance": sens_lambda / 2.0} if neighbouring == LIBRARY_RELATION else {})}
 
 
 def pure_parameters(epsilon: float, n: int, cfg: ObjpertConfig = ObjpertConfig(),
-                    neighbouring: str = BENCHMARK_RELATION) -> dict:
+                    neighbouring: str = BENCHMARK_RELATION, *, d: int) -> dict:
     """delta = 0 (module docstring): the split eps_out = OUTPUT_FRAC epsilon, eps0 from the Lambda rule,
     eps_noise = eps_obj - eps0 > 0; the objective noise's sum-form scale L / eps_noise and the output
     noise's scale Delta_out / eps_out (:func:`~dpnewton.privacy.norm_laplace.norm_laplace_scale`)."""
@@ -198,14 +210,14 @@ def pure_parameters(epsilon: float, n: int, cfg: ObjpertConfig = ObjpertConfig()
         raise ValueError(f"Lambda={lam:.6g}: its Jacobian term eps0 = log(1 + beta/Lambda) = {eps0:.6g} leaves "
                          f"nothing of eps_obj = {eps_obj:.6g} for the noise; pass a larger public Lambda")
     scale = norm_laplace_scale(L_CONST, eps_noise)
-    gamma, sens_lambda = solver_tolerance(n, neighbouring)
+    gamma, sens_lambda = solver_tolerance(n, neighbouring, d * scale)
     sens_out = sens_lambda / lam
     return {"output_frac": OUTPUT_FRAC, "jacobian_share": None if cfg.Lambda is not None else cfg.jacobian_share,
             "eps_obj": eps_obj, "eps_out": eps_out, "L": L_CONST, "beta": BETA, "Lambda": lam, "eps0": eps0,
             "eps_noise": eps_noise, "scale": scale, "scale_obj": scale / n, "gamma": gamma,
             "sensitivity_out": sens_out, "scale_out": norm_laplace_scale(sens_out, eps_out),
             "eps_spent": eps0 + eps_noise + eps_out, "delta_spent": 0.0, "returned_zero": False,
-            **({"sum_gradient_tolerance": SUM_TOLERANCE} if neighbouring == LIBRARY_RELATION else {})}
+            **({"sum_gradient_tolerance": sens_lambda / 2.0} if neighbouring == LIBRARY_RELATION else {})}
 
 
 def n_dependent_parameters(neighbouring: str) -> tuple[str, ...]:
@@ -221,10 +233,10 @@ def run_objpert_single(problem: LogisticProblem, ctx: RunContext, cfg: ObjpertCo
     start = time.perf_counter()
     pure = ctx.delta == 0.0
     if pure:
-        params = pure_parameters(ctx.epsilon, n, cfg, ctx.neighbouring)
+        params = pure_parameters(ctx.epsilon, n, cfg, ctx.neighbouring, d=d)
         scale_obj, law = params["scale_obj"], NORM_LAPLACE
     else:
-        params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg, ctx.neighbouring)
+        params = objpert_parameters(ctx.epsilon, ctx.delta, n, cfg, ctx.neighbouring, d=d)
         scale_obj, law = params["sigma_obj"], GAUSSIAN
     # b is the linear term's noise (its input is 0), mean form: sensitivity L/n (sum form L)
     b = ctx.ledger.draw_noise("objective", np.zeros(d), ctx.ledger.noise("objective", scale_obj), rng,

@@ -147,7 +147,7 @@ def _objpert_log_densities(problem: LogisticProblem, W: np.ndarray, lam: float, 
 def objpert_log_ratios(pair: Pair, W: np.ndarray, epsilon: float, delta: float, relation: str) -> np.ndarray:
     """log p_D'(theta) - log p_D(theta) for each released model theta (row of ``W``) of objpert run at
     (epsilon, delta) under ``relation``."""
-    params = objpert_parameters(epsilon, delta, pair[0].n, neighbouring=relation)
+    params = objpert_parameters(epsilon, delta, pair[0].n, neighbouring=relation, d=pair[0].d)
     W = np.atleast_2d(np.asarray(W, dtype=np.float64))
     D, P = (_objpert_log_densities(h, W, params["Lambda"], params["sigma"]) for h in pair)
     return P - D
