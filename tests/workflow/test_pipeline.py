@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpnewton.io import DIGEST_COLUMN, ROWS_COLUMN, check_csv, read_csv
 from dpnewton.pipeline.claims.bundle import TABLES
 
 pytestmark = pytest.mark.slow
@@ -165,7 +166,10 @@ def test_claims_report(run_dir):
         assert [line for i, line in enumerate(lines) if i and line.startswith("#") and lines[i - 1]] == []
     cost = md.split("## Cost of this run", 1)[1].split("\n## ", 1)[0]     # from the jobs' benchmark files
     assert "| paper's methods |" in cost and "| timing stage |" in cost and "| all |" in cost
-    verdicts = pd.read_csv(run_dir / "results/claims/claims.csv")
+    for name in ("claims.csv", "divergence.csv", "robustness.csv"):   # written with their rows and digest
+        path = run_dir / "results/claims" / name
+        assert check_csv(path) > 0 and path.read_text().splitlines()[0].endswith(f"{ROWS_COLUMN},{DIGEST_COLUMN}")
+    verdicts = read_csv(run_dir / "results/claims/claims.csv")
     assert set(verdicts["verdict"]) <= {"reproduced", "partly", "not reproduced", "not evaluable"}
     assert {"a", "a-tuned", "b", "c"} <= set(verdicts["setting"])
     assert verdicts["claim"].str.startswith("C1").any() and verdicts["claim"].str.startswith("C2").any()

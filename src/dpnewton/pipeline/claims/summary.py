@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...io import atomic_path, atomic_write_text
+from ...io import atomic_path, atomic_write_text, read_csv
 import yaml
 from ..frontier import SECOND_ORDER
 from .cells import is_paper_method
@@ -336,7 +336,7 @@ def rewrite_report(report_md: str, short: list[str], table: list[str], ties: lis
 
 def republish(bundle: Path, report: Path, readme: Path | None, config: Path, conversion="bs16", tight="gdp") -> None:
     """Rewrite ``report``'s summary, the summary figure beside it and ``readme``'s copies from ``bundle``."""
-    read = lambda name: pd.read_csv(bundle / name) if (bundle / name).exists() else pd.DataFrame()  # noqa: E731
+    read = lambda name: read_csv(bundle / name) if (bundle / name).exists() else pd.DataFrame()  # noqa: E731
     verdicts, best, floor = read("claims.csv"), read("best_T.csv"), read("floor.csv")
     tracks = pd.concat([read("private_selection.csv"), read("fixed_rule.csv")], ignore_index=True)
     tracks_cfg = (yaml.safe_load(config.read_text()) or {}).get("tracks") or {}
