@@ -99,29 +99,34 @@ def test_broken_variant_is_caught(algorithm, variant, trials, pilot):
 
 # ---- the private feature ranges (dpnewton.audit.small_n_preprocessing) ---------------------------
 
-def test_preprocessing_audit_rebuilds_the_scalers_release():
+@pytest.mark.parametrize("delta", [1e-5, 0.0], ids=["gaussian", "laplace"])
+def test_preprocessing_audit_rebuilds_the_scalers_release(delta):
     """A seeded audit fit releases exactly what PrivateFeatureScaler(random_state=seed) releases: the same
-    histograms H~ and the same upper end of feature 0."""
+    histograms H~ and the same upper end of feature 0, for the Gaussian and the pure Laplace release."""
     for side in (0, 1):
         X = preprocessing_pair()[side]
-        noisy, sigma = released_histograms(side, [0, 1], EPSILON, 1e-5)
-        uppers = preprocessing_statistics(side, 2, "none", "output", EPSILON, 1e-5, first_seed=0)
+        noisy, scale = released_histograms(side, [0, 1], EPSILON, delta)
+        uppers = preprocessing_statistics(side, 2, "none", "output", EPSILON, delta, first_seed=0)
         for k in (0, 1):
-            scaler = PrivateFeatureScaler(epsilon=EPSILON, delta=1e-5, random_state=k).fit(X)
+            scaler = PrivateFeatureScaler(epsilon=EPSILON, delta=delta, random_state=k).fit(X)
             assert_array_equal(noisy[k], scaler.noisy_histograms_)
-            assert scaler.privacy_ledger_.entries[0].sigma == sigma and uppers[k] == scaler.upper_[0]
+            assert uppers[k] == scaler.upper_[0]
+            if delta:
+                assert scaler.privacy_ledger_.entries[0].sigma == scale
     assert preprocessing_pair()[1][-1, 0] > preprocessing_pair()[0][:, 0].max()   # the outlier moves the max
 
 
+@pytest.mark.parametrize("delta", [1e-5, 0.0], ids=["gaussian", "laplace"])
 @pytest.mark.parametrize("level", ["output", "likelihood-ratio"])
-def test_preprocessing_within_its_claim(level):
-    outcome = audit_preprocessing("none", level, trials=3000, pilot=2000, seed=0)
+def test_preprocessing_within_its_claim(level, delta):
+    outcome = audit_preprocessing("none", level, trials=3000, pilot=2000, seed=0, delta=delta)
     assert not outcome.violates_claim, outcome.as_dict()
 
 
+@pytest.mark.parametrize("delta", [1e-5, 0.0], ids=["gaussian", "laplace"])
 @pytest.mark.parametrize("variant, level", [("exact-max", "output"), ("overspend", "likelihood-ratio")])
-def test_preprocessing_broken_variant_is_caught(variant, level):
+def test_preprocessing_broken_variant_is_caught(variant, level, delta):
     """Reading feature 0's exact maximum, or calibrating the noise to 4 epsilon, is refuted (95 % lower
-    bound above the claimed epsilon = 2)."""
-    outcome = audit_preprocessing(variant, level, trials=3000, pilot=2000, seed=0)
+    bound above the claimed epsilon = 2), for the Gaussian and the pure Laplace release."""
+    outcome = audit_preprocessing(variant, level, trials=3000, pilot=2000, seed=0, delta=delta)
     assert outcome.epsilon_lb > EPSILON, outcome.as_dict()

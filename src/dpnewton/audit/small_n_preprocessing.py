@@ -4,7 +4,8 @@
 
 Pair (:func:`preprocessing_pair`): D = the small-n audit's three rows (:func:`.small_n.flipped_label_pair`:
 x = (1, 0), (1, 0), (0, 1000)); D' = D plus the outlier x_c = (1000, 0), which moves feature 0's
-exact maximum from 1 to 1000. Relation add-remove, n private; epsilon = 2, delta = 1e-5.
+exact maximum from 1 to 1000. Relation add-remove, n private; epsilon = 2, delta = 1e-5 (the Gaussian
+release) or delta = 0 (the pure Laplace release, :func:`~dpnewton.preprocessing.laplace_release`).
 
 What a fit releases is rebuilt with the production pieces: the exact histograms
 (:func:`~dpnewton.preprocessing.feature_histograms`), the noise scale the ledger's ``charge`` returns
@@ -15,7 +16,8 @@ post-processing (:func:`~dpnewton.preprocessing.ranges_from_histograms`).
 
 Levels: ``output`` = the released upper end of feature 0's range (black box: what the scaler
 publishes); ``likelihood-ratio`` = log p_D'(H~)/p_D(H~) = (<H~ - H_D, v> - ||v||^2/2)/sigma^2 with
-v = H_D' - H_D (the outlier's d one-hot counts): the most powerful test on the release (Neyman-Pearson).
+v = H_D' - H_D (the outlier's d one-hot counts), or sum(|H~ - H_D| - |H~ - H_D'|)/b for the Laplace
+release: the most powerful test on the release (Neyman-Pearson).
 
 Variants (:data:`PREPROCESSING_VARIANTS`): ``none`` (the production mechanism); ``exact-max`` (the
 classic leak: feature 0's upper end read off the data, max_i x_i0, instead of the noisy histograms);
@@ -30,8 +32,8 @@ import math
 
 import numpy as np
 
-from ..preprocessing import (CONVERSION, DEFAULT_QUANTILES, N_BINS, RELEASE, feature_histograms,
-                             ranges_from_histograms)
+from ..preprocessing import (CONVERSION, DEFAULT_QUANTILES, GAUSSIAN, LAPLACE, N_BINS, RELEASE, feature_histograms,
+                             laplace_scale, ranges_from_histograms)
 from ..privacy.conversions import epsilon_to_rho
 from ..privacy.ledger import PrivacyLedger
 from ..privacy.neighbouring import LIBRARY_RELATION
@@ -65,12 +67,17 @@ def release_sigma(d: int, epsilon: float, delta: float) -> float:
 
 
 def released_histograms(side: int, seeds: list, epsilon: float, delta: float) -> tuple[np.ndarray, float]:
-    """(H~ of one fit per seed on D (side 0) or D' (1), sigma): H + sigma xi."""
+    """(H~ of one fit per seed on D (side 0) or D' (1), the noise scale): H + sigma xi (Gaussian), or
+    H + Lap(b) with b = d / epsilon when delta = 0, drawn as the scaler draws them."""
     X = preprocessing_pair()[side]
-    H, sigma = feature_histograms(X), release_sigma(X.shape[1], epsilon, delta)
+    d, H = X.shape[1], feature_histograms(X)
     fresh = np.random.default_rng() if seeds[0] is None else None
-    draws = [(fresh if s is None else fit_generator(s, epsilon)).standard_normal((X.shape[1], N_BINS)) for s in seeds]
-    return H + sigma * np.stack(draws), sigma
+    streams = [fresh if s is None else fit_generator(s, epsilon) for s in seeds]
+    if delta == 0:
+        b = laplace_scale(d, epsilon)
+        return H + np.stack([rng.laplace(0.0, b, (d, N_BINS)) for rng in streams]), b
+    sigma = release_sigma(d, epsilon, delta)
+    return H + sigma * np.stack([rng.standard_normal((d, N_BINS)) for rng in streams]), sigma
 
 
 def preprocessing_statistics(side: int, fits: int, variant: str = "none", level: str = "output",
@@ -82,12 +89,15 @@ def preprocessing_statistics(side: int, fits: int, variant: str = "none", level:
         raise ValueError(f"variant={variant!r} / level={level!r}: choose from "
                          f"{list(PREPROCESSING_VARIANTS)} / {LEVELS}")
     seeds = [None] * fits if first_seed is None else list(range(first_seed, first_seed + fits))
-    noisy, sigma = released_histograms(side, seeds, PREPROCESSING_VARIANTS[variant] * epsilon, delta)
+    noisy, scale = released_histograms(side, seeds, PREPROCESSING_VARIANTS[variant] * epsilon, delta)
+    law = LAPLACE if delta == 0 else GAUSSIAN
     if level == "likelihood-ratio":
         HD, HP = (feature_histograms(X) for X in preprocessing_pair())
+        if law == LAPLACE:
+            return (np.abs(noisy - HD) - np.abs(noisy - HP)).sum(axis=(1, 2)) / scale
         v = HP - HD
-        return (np.einsum("fdb,db->f", noisy - HD, v) - 0.5 * np.sum(v * v)) / sigma**2
-    uppers = np.array([ranges_from_histograms(h, sigma, DEFAULT_QUANTILES)[1][0] for h in noisy])
+        return (np.einsum("fdb,db->f", noisy - HD, v) - 0.5 * np.sum(v * v)) / scale**2
+    uppers = np.array([ranges_from_histograms(h, scale, DEFAULT_QUANTILES, law)[1][0] for h in noisy])
     if variant == "exact-max":
         uppers[:] = preprocessing_pair()[side][:, 0].max()
     return uppers
@@ -106,7 +116,7 @@ def audit_preprocessing(variant: str = "none", level: str = "output", trials: in
     neg, pos = batch(0, trials, 2), batch(1, trials, 3)
     fp, fn = int(np.sum(neg > chosen.threshold)), int(np.sum(pos <= chosen.threshold))
     bound = epsilon_lower_bound(fp, trials, fn, trials, delta, direction=chosen.direction)
-    return SmallNOutcome(MECHANISM, variant, level, epsilon, float(bound), chosen.threshold, chosen.direction,
+    return SmallNOutcome(MECHANISM if delta else f"{MECHANISM} (pure, Laplace)", variant, level, epsilon, float(bound), chosen.threshold, chosen.direction,
                          fp, fn, trials, pilot)
 
 
@@ -115,9 +125,10 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=30_000)
     parser.add_argument("--pilot", type=int, default=10_000)
     args = parser.parse_args()
-    for variant in PREPROCESSING_VARIANTS:
-        for level in LEVELS:
-            print(audit_preprocessing(variant, level, args.trials, args.pilot).as_dict(), flush=True)
+    for delta in (DELTA, 0.0):
+        for variant in PREPROCESSING_VARIANTS:
+            for level in LEVELS:
+                print(audit_preprocessing(variant, level, args.trials, args.pilot, delta=delta).as_dict(), flush=True)
 
 
 if __name__ == "__main__":
