@@ -1,7 +1,8 @@
 """Command line: ``dpnewton run | predict | prepare | optimum | floor | conversions | audit``.
 
 Errors in the arguments or the data end the command with exit status 2 and a one-line message
-(no traceback).
+(no traceback); so does a package of the ``benchmark`` extra that a command needs and that is not
+installed (pandas, to read the covertype and protein files): the message names the install command.
 """
 
 # Subcommands import their heavy modules on use (inside each _cmd_*), to keep `dpnewton --help` fast.
@@ -22,6 +23,7 @@ import numpy as np
 from . import __version__
 from .api import EVALUATION_FIELDS
 from .algorithms import get_algorithm
+from .benchmark_extra import missing_message, missing_module
 from .experiment import DEFAULT_CONVERSION, check_guarantee, check_run, result_record, run_algorithm
 from .floor import SHORT_LABEL, dataset_floor
 from .io import to_json
@@ -446,6 +448,10 @@ def main(argv: list[str] | None = None) -> int:
         message = _os_error_message(exc) if exc.filename or not isinstance(exc, FileNotFoundError) else str(exc)
     except MemoryError:
         message = "out of memory; use a smaller data file or a smaller -T, or a machine with more memory"
+    except ModuleNotFoundError as exc:  # a benchmark dataset's reader needs the benchmark extra
+        if (module := missing_module(exc)) is None:
+            raise
+        message = missing_message("this command", [module])
     print(f"dpnewton {args.command}: error: {' '.join(message.splitlines())}", file=sys.stderr)
     return 2
 

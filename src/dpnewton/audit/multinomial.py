@@ -37,16 +37,15 @@ with the ``gdp`` conversion).
 from __future__ import annotations
 
 import argparse
+import csv
 import math
-import os
 from dataclasses import asdict, dataclass
-
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..algorithms.precond import PRECOND_FRAC
+from ..io import atomic_path
 from ..multinomial import check_method, fit_multinomial
 from ..privacy.conversions import epsilon_to_rho, rho_to_epsilon
 from ..privacy.neighbouring import count_rho
@@ -185,9 +184,10 @@ def main() -> None:
             rows.append(audit_multinomial(variant, args.trials, args.pilot, K=args.K, method=method).as_dict())
             print(rows[-1], flush=True)
     if args.out is not None:
-        tmp = args.out.with_suffix(".tmp")
-        pd.DataFrame(rows).to_csv(tmp, index=False)
-        os.replace(tmp, args.out)
+        with atomic_path(args.out, suffix=".csv") as tmp, open(tmp, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
 
 
 if __name__ == "__main__":
