@@ -1,15 +1,21 @@
-"""Grey-box sensitivity audit (dpnewton.audit.greybox): every card on D and on a neighbour D', same seed,
-D' replaying D's releases; identical control flow and noise scales, every release's input moved by at
-most its sensitivity; the broken variants are caught."""
+"""Grey-box sensitivity audit (dpnewton.audit.greybox, .greybox_softmax): every card and the softmax fit on D
+and on a neighbour D', same seed, D' replaying D's releases; identical control flow and noise scales, every
+release's input moved by at most its sensitivity; the broken variants are caught."""
+
+import math
 
 import numpy as np
 import pytest
 
+from dpnewton import multinomial
 from dpnewton.algorithms import ALGORITHMS
 from dpnewton.audit.greybox import (BENCHMARK_RELATION, GREYBOX_VARIANTS, LIBRARY_RELATION, RecordingLedger,
                                     compare_runs, greybox_audit, greybox_cases, neighbour_pair, run_pair)
+from dpnewton.audit.greybox_softmax import softmax_greybox_audit, softmax_pair
+from dpnewton.audit.variants import BROKEN_VARIANTS
 from dpnewton.estimator import supported_algorithms
 from dpnewton.experiment import run_algorithm
+from dpnewton.multinomial import METHODS, fit_multinomial
 from dpnewton.privacy import PrivacyLedger
 
 CASES = [(rel, name, hyper) for rel in (LIBRARY_RELATION, BENCHMARK_RELATION) for name, hyper in greybox_cases(rel)]
@@ -130,3 +136,91 @@ def test_a_different_sequence_of_releases_is_flagged():
     rep = compare_runs(D, Dp)
     assert any(v.startswith("(i) release sequences differ") for v in rep.violations)
     assert any(v.startswith("(i) ledger charges differ") for v in rep.violations)
+
+
+SOFTMAX_CASES = [(method, removal) for method in METHODS for removal in (False, True)]
+SOFTMAX_IDS = [f"softmax-{m}-{'removal' if r else 'addition'}" for m, r in SOFTMAX_CASES]
+
+
+@pytest.fixture(scope="module")
+def softmax_reports():
+    """The softmax fit, both methods, the canary added and removed, x every ledger variant (about 0.1 s)."""
+    return {(m, r, b): softmax_greybox_audit(m, b, removal=r) for m, r in SOFTMAX_CASES for b in BROKEN_VARIANTS}
+
+
+@pytest.mark.parametrize("method,removal", SOFTMAX_CASES, ids=SOFTMAX_IDS)
+def test_softmax_passes_and_its_canary_nearly_attains_the_gradient_bound(softmax_reports, method, removal):
+    rep = softmax_reports[method, removal, "none"]
+    assert rep.passed, rep.violations
+    assert rep.undeclared == []
+    assert rep.releases == 1 + (method == "bohning") + 5    # count, gram, T = 5 gradients
+    assert rep.ratios["count"] == 1.0 and rep.ratios.get("gram", 1.0) == 1.0
+    # the canary's class loses probability: its gradient moves by more than its first-step 0.58 of sqrt(2)
+    assert rep.ratios["gradient"] > 0.9
+
+
+@pytest.mark.parametrize("method,removal", SOFTMAX_CASES, ids=SOFTMAX_IDS)
+def test_softmax_ledger_variants_are_caught(softmax_reports, method, removal):
+    for broken in BROKEN_VARIANTS[1:]:
+        rep = softmax_reports[method, removal, broken]
+        assert any(v.startswith("(iii) gradient") for v in rep.violations), (broken, rep.violations)
+
+
+def _softmax_violations(method: str) -> list[str]:
+    return softmax_greybox_audit(method).violations + softmax_greybox_audit(method, removal=True).violations
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("sensitivity", [1.0, math.sqrt(2.0 / 3.0)], ids=["binary-bound", "per-class-noise"])
+def test_softmax_under_declared_gradient_sensitivity_is_caught(monkeypatch, method, sensitivity):
+    """Broken: the gradient noise calibrated to 1 (the binary model's bound, forgetting that one row moves
+    all K class rows) or to sqrt(2/K) (one class's noise for the whole K x p release, K = 3). Both equal or
+    exceed the canary's first-step change sqrt(2/3): caught at the later steps only."""
+    monkeypatch.setattr(multinomial, "GRADIENT_SENSITIVITY", sensitivity)
+    violations = _softmax_violations(method)
+    assert violations and all(v.startswith("(iii) gradient step") for v in violations), violations
+    assert not any(v.startswith("(iii) gradient step 1:") for v in violations)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_softmax_missing_row_projection_is_caught(monkeypatch, method):
+    monkeypatch.setattr(multinomial, "project_rows", lambda Z, overwrite=False: Z)
+    violations = _softmax_violations(method)
+    assert any(v.startswith("(iii) gradient step 1:") for v in violations), violations
+    assert any(v.startswith("(iii) gram") for v in violations) == (method == "bohning")
+
+
+def test_softmax_means_over_the_exact_row_count_are_caught(monkeypatch):
+    """Broken: every mean divides by the exact n instead of the released N: the output reads the data
+    beyond the releases, (iv). DP-GD only: in the Böhning step N cancels (G~/N times the inverse of the
+    clipped S~/N, clipped at a lambda that is itself / N), so that variant releases nothing more."""
+    rows = {}
+    project = multinomial.project_rows
+
+    def remember(Z, overwrite=False):
+        rows["n"] = len(Z)
+        return project(Z, overwrite)
+
+    monkeypatch.setattr(multinomial, "project_rows", remember)
+    monkeypatch.setattr(multinomial, "row_count", lambda released: float(rows["n"]))
+    assert any(v.startswith("(iv)") for v in _softmax_violations("gd"))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_softmax_draws_every_release_through_the_ledger_as_before(method):
+    """The hook: a RecordingLedger fit is the production fit bit for bit, each charge is drawn right after it
+    (same quantity, step and sigma), and the noise is sigma xi with xi the generator's standard normals in
+    release order (count: one value; gram: the p(p+1)/2 upper-triangle values; each gradient: K x p), the
+    draw the fit made before it drew through the ledger."""
+    Z, y = softmax_pair().D_prime.Z, softmax_pair().D_prime.labels
+    W, ledger, _ = fit_multinomial(Z, y, 3, 1.0, 1e-5, np.random.default_rng(7), method=method, iterations=4)
+    recorder = RecordingLedger(ledger.budget_rho, LIBRARY_RELATION)
+    W_rec, _, _ = fit_multinomial(Z, y, 3, 1.0, 1e-5, np.random.default_rng(7), method=method, iterations=4,
+                                  ledger=recorder)
+    np.testing.assert_array_equal(W_rec, W)
+    assert [(r.quantity, r.step, r.sigma) for r in recorder.releases] == [
+        (e.quantity, e.step, e.sigma) for e in ledger.entries]
+    rng = np.random.default_rng(7)
+    for r in recorder.releases:
+        xi = rng.standard_normal(r.value.shape) if r.value.shape else rng.standard_normal()
+        np.testing.assert_array_equal(r.noise, r.sigma * xi)
