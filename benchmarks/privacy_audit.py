@@ -33,6 +33,7 @@ from dpnewton.audit.bounds import gaussian_epsilon_at_delta
 from dpnewton.audit.distinguisher import threshold_audit
 from dpnewton.audit.gdp import gdp_audit
 from dpnewton.audit.greybox import GREYBOX_VARIANTS, LIBRARY_RELATION, BENCHMARK_RELATION, greybox_audit, greybox_cases
+from dpnewton.audit.greybox_preprocessing import LAWS as RANGE_LAWS, ranges_greybox_audit
 from dpnewton.audit.greybox_softmax import softmax_greybox_audit
 from dpnewton.multinomial import METHODS as SOFTMAX_METHODS
 from dpnewton.privacy import epsilon_to_rho
@@ -580,6 +581,13 @@ def greybox_lines() -> list[str]:
         "sqrt(2/K) (one class's noise for the K x p release; at the uniform first step the canary's change "
         "equals it: caught at later steps only), the row projection left out, and DP-GD's means over the exact "
         "n (iv); in the Böhning step the count cancels, so that variant releases nothing more.",
+        "* Private feature ranges (`dpnewton.audit.greybox_preprocessing`, `preprocessing.release_ranges` as "
+        "`PrivateFeatureScaler` runs it, the Gaussian release and the pure Laplace one, whose move is measured "
+        "in L1; add-remove, an outlier (1e5, 0, 0) added and removed, 40 rows, d = 3): (i)-(iii) and (iv), the "
+        "ranges being post-processing of the released histograms. Any row moves one count of each of the d "
+        "histograms, so the ratio is exactly 1; `wrong-sensitivity` touches gradient releases only (blank: it "
+        "is the correct release here). Also caught (tests/audit/test_greybox.py): a sensitivity of 1 (one "
+        "histogram, not d) and feature 0's upper end read off the data (iv).",
         "",
         "| relation | card | configuration | releases checked | largest input move / sensitivity, by release "
         "| correct | " + " | ".join(b for b in GREYBOX_VARIANTS[1:]) + " |",
@@ -610,6 +618,11 @@ def greybox_lines() -> list[str]:
         for removal in (False, True):
             row(LIBRARY_RELATION, f"softmax-{method}", "canary removed" if removal else "canary added",
                 lambda b: None if b == "public-n" else softmax_greybox_audit(method, b, removal=removal))
+    for law in RANGE_LAWS:
+        for removal in (False, True):
+            row(LIBRARY_RELATION, f"feature-ranges ({law})", "outlier removed" if removal else "outlier added",
+                lambda b: None if b in ("public-n", "wrong-sensitivity")
+                else ranges_greybox_audit(law, b, removal=removal))
     lines += [
         "",
         "Reading: a ratio is the largest ||input on D - input on D'|| / sensitivity over the run's releases of "

@@ -1,22 +1,26 @@
-"""Grey-box sensitivity audit (dpnewton.audit.greybox, .greybox_softmax): every card and the softmax fit on D
-and on a neighbour D', same seed, D' replaying D's releases; identical control flow and noise scales, every
-release's input moved by at most its sensitivity; the broken variants are caught."""
+"""Grey-box sensitivity audit (dpnewton.audit.greybox, .greybox_softmax, .greybox_preprocessing): every card,
+the softmax fit and the private feature ranges on D and on a neighbour D', same seed, D' replaying D's
+releases; identical control flow and noise scales, every release's input moved by at most its sensitivity;
+the broken variants are caught."""
 
 import math
 
 import numpy as np
 import pytest
 
-from dpnewton import multinomial
+from dpnewton import multinomial, preprocessing
 from dpnewton.algorithms import ALGORITHMS
 from dpnewton.audit.greybox import (BENCHMARK_RELATION, GREYBOX_VARIANTS, LIBRARY_RELATION, RecordingLedger,
                                     compare_runs, greybox_audit, greybox_cases, neighbour_pair, run_pair)
+from dpnewton.audit.greybox_preprocessing import LAWS, ranges_greybox_audit, ranges_pair
 from dpnewton.audit.greybox_softmax import softmax_greybox_audit, softmax_pair
 from dpnewton.audit.variants import BROKEN_VARIANTS
 from dpnewton.estimator import supported_algorithms
 from dpnewton.experiment import run_algorithm
 from dpnewton.multinomial import METHODS, fit_multinomial
+from dpnewton.preprocessing import DEFAULT_QUANTILES, LAPLACE, RELEASE, PrivateFeatureScaler, release_ranges
 from dpnewton.privacy import PrivacyLedger
+from dpnewton.seeding import RunIdentity
 
 CASES = [(rel, name, hyper) for rel in (LIBRARY_RELATION, BENCHMARK_RELATION) for name, hyper in greybox_cases(rel)]
 IDS = [f"{rel}-{name}-{'-'.join(f'{k}{v}' for k, v in h.items()) or 'default'}" for rel, name, h in CASES]
@@ -224,3 +228,69 @@ def test_softmax_draws_every_release_through_the_ledger_as_before(method):
     for r in recorder.releases:
         xi = rng.standard_normal(r.value.shape) if r.value.shape else rng.standard_normal()
         np.testing.assert_array_equal(r.noise, r.sigma * xi)
+
+
+RANGES_CASES = [(law, removal) for law in LAWS for removal in (False, True)]
+RANGES_IDS = [f"ranges-{law}-{'removal' if r else 'addition'}" for law, r in RANGES_CASES]
+
+
+@pytest.mark.parametrize("law,removal", RANGES_CASES, ids=RANGES_IDS)
+def test_feature_ranges_pass_with_the_histograms_at_their_sensitivity(law, removal):
+    rep = ranges_greybox_audit(law, removal=removal)
+    assert rep.passed, rep.violations
+    assert rep.undeclared == [] and rep.releases == 1
+    assert rep.ratios == {"feature-histograms": pytest.approx(1.0, rel=1e-12)}   # one count in each histogram
+    for broken in ("half-noise", "tenth-noise"):   # wrong-sensitivity breaks gradient releases only
+        rep = ranges_greybox_audit(law, broken, removal=removal)
+        assert [v.split()[0] for v in rep.violations] == ["(iii)"], (broken, rep.violations)
+
+
+@pytest.mark.parametrize("law", LAWS)
+def test_feature_ranges_sensitivity_of_one_histogram_is_caught(monkeypatch, law):
+    """Broken: the release calibrated as if a row moved one histogram (sensitivity 1), not one count in
+    each of the d: the input moves by sqrt(d) (L2, Gaussian) or d (L1, Laplace) > 1."""
+    monkeypatch.setattr(preprocessing, "histogram_sensitivity", lambda d, law: 1.0)
+    for removal in (False, True):
+        rep = ranges_greybox_audit(law, removal=removal)
+        assert [v.split()[0] for v in rep.violations] == ["(iii)"], rep.violations
+
+
+@pytest.mark.parametrize("law", LAWS)
+def test_feature_ranges_reading_the_exact_max_is_caught(monkeypatch, law):
+    """Broken: feature 0's upper end read off the data (its exact max), the classic leak: the ranges are
+    no longer post-processing of the release, (iv)."""
+    seen = {}
+    histograms, ranges = preprocessing.feature_histograms, preprocessing.ranges_from_histograms
+
+    def remember(X):
+        seen["X"] = X
+        return histograms(X)
+
+    def exact_max(noisy, scale, quantiles, law):
+        lower, upper = ranges(noisy, scale, quantiles, law)
+        upper[0] = seen["X"][:, 0].max()
+        return lower, upper
+
+    monkeypatch.setattr(preprocessing, "feature_histograms", remember)
+    monkeypatch.setattr(preprocessing, "ranges_from_histograms", exact_max)
+    rep = ranges_greybox_audit(law)
+    assert [v.split()[0] for v in rep.violations] == ["(iv)"], rep.violations
+
+
+@pytest.mark.parametrize("law", LAWS)
+def test_feature_ranges_are_the_scalers_and_drawn_as_before(law):
+    """release_ranges with a RecordingLedger is PrivateFeatureScaler's fit bit for bit, and its noise is the
+    former draw: sigma times the standard normals of the scaler's stream (Gaussian), Laplace(0, b) (pure)."""
+    X = ranges_pair()[1]
+    delta = 0.0 if law == LAPLACE else 1e-5
+    scaler = PrivateFeatureScaler(epsilon=1.0, delta=delta, random_state=3).fit(X)
+    rng = RunIdentity("user", "private-feature-scaler", 1.0, 3, 1).generator(RELEASE)
+    recorder = RecordingLedger(scaler.rho_, LIBRARY_RELATION)
+    lower, upper, noisy = release_ranges(X, 1.0, recorder, rng, DEFAULT_QUANTILES, law)
+    np.testing.assert_array_equal(noisy, scaler.noisy_histograms_)
+    [release] = recorder.releases
+    rng = RunIdentity("user", "private-feature-scaler", 1.0, 3, 1).generator(RELEASE)
+    expected = (rng.laplace(0.0, release.sigma, noisy.shape) if law == LAPLACE
+                else release.sigma * rng.standard_normal(noisy.shape))
+    np.testing.assert_array_equal(release.noise, expected)
+    assert release.law == law and release.covered == (X.shape[1] if law == LAPLACE else math.sqrt(X.shape[1]))

@@ -13,7 +13,7 @@ bound <= its claimed epsilon; a deliberately broken one (``half-noise``, ``wrong
 
 :mod:`.greybox` is the grey-box complement: each card run on D and on a neighbour with the same seed, the
 neighbour replaying D's releases, every release's input checked against its sensitivity; :mod:`.greybox_softmax`
-runs it on the softmax fit.
+and :mod:`.greybox_preprocessing` run it on the softmax fit and on the private feature ranges.
 
 The library's mechanisms outside the cards have their own black-box audits, each with a pilot that fixes
 the threshold and broken variants that must be caught: :mod:`.small_n` (the estimator at n = 3 vs 4),

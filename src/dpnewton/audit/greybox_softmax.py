@@ -4,10 +4,10 @@ The record-and-replay test of :mod:`.greybox` on the softmax model for K > 2 cla
 (:data:`~dpnewton.multinomial.METHODS`), under the library's add-remove relation (n private). Every release
 of the fit (the count, the Gram matrix's upper triangle for ``bohning``, T gradient sums) is charged and
 drawn through its ledger, so a :class:`.greybox.RecordingLedger` passed as the fit's ledger records each
-one and, on D', returns D's released value. Checks (i)-(iii) of :func:`.greybox.compare_runs`, and (iv),
-proper to this mechanism: the output is post-processing of the releases alone (every mean divides by the
-released count N, the step and the preconditioner read only released values), so under the coupling W is
-the same on D and D' up to rounding (relative 1e-9).
+one and, on D', returns D's released value. Checks (i)-(iii) of :func:`.greybox.compare_runs`, and (iv)
+(:func:`.greybox.check_post_processing`): the output is post-processing of the releases alone (every mean
+divides by the released count N, the step and the preconditioner read only released values), so under the
+coupling W is the same on D and D' up to rounding (relative 1e-9).
 
 Pair (:func:`softmax_pair`): n - ``random_rows`` rows -u of class 0, ``random_rows`` random rows of norm
 <= 1 and random classes, and on D' the canary 3u of class 0 (u = e_1): a long row, which only the fit's
@@ -28,7 +28,7 @@ import numpy as np
 from ..multinomial import fit_multinomial
 from ..privacy.conversions import DEFAULT_CONVERSION, epsilon_to_rho
 from ..privacy.neighbouring import LIBRARY_RELATION
-from .greybox import ABSOLUTE_SLACK, RELATIVE_SLACK, GreyboxReport, RecordingLedger, SideRun, compare_runs
+from .greybox import GreyboxReport, RecordingLedger, SideRun, check_post_processing, compare_runs
 from .variants import BROKEN_VARIANTS
 
 CANARY_NORM = 3.0
@@ -94,12 +94,8 @@ def run_softmax_pair(pair: SoftmaxPair, method: str, iterations: int = 5, epsilo
 
 
 def compare_softmax_runs(D: SideRun, Dp: SideRun, method: str, broken: str = "none") -> GreyboxReport:
-    """Checks (i)-(iii) of :func:`.greybox.compare_runs` and (iv) of the module docstring."""
-    rep = compare_runs(D, Dp, f"softmax-{method}", LIBRARY_RELATION, broken)
-    if not np.allclose(Dp.w, D.w, rtol=RELATIVE_SLACK, atol=ABSOLUTE_SLACK):
-        rep.violations.append("(iv) the output differs on D and D' given the same releases: it reads the data "
-                              f"beyond them (max |W - W'| = {np.max(np.abs(Dp.w - D.w)):.3g})")
-    return rep
+    """Checks (i)-(iii) of :func:`.greybox.compare_runs` and (iv), :func:`.greybox.check_post_processing`."""
+    return check_post_processing(compare_runs(D, Dp, f"softmax-{method}", LIBRARY_RELATION, broken), D, Dp)
 
 
 def softmax_greybox_audit(method: str, broken: str = "none", iterations: int = 5, seed: int = 0,
