@@ -33,6 +33,9 @@ from dpnewton.audit.bounds import gaussian_epsilon_at_delta
 from dpnewton.audit.distinguisher import threshold_audit
 from dpnewton.audit.gdp import gdp_audit
 from dpnewton.audit.greybox import GREYBOX_VARIANTS, LIBRARY_RELATION, BENCHMARK_RELATION, greybox_audit, greybox_cases
+from dpnewton.audit.greybox_preprocessing import LAWS as RANGE_LAWS, ranges_greybox_audit
+from dpnewton.audit.greybox_softmax import softmax_greybox_audit
+from dpnewton.multinomial import METHODS as SOFTMAX_METHODS
 from dpnewton.privacy import epsilon_to_rho
 
 REPO = Path(__file__).resolve().parents[1]
@@ -568,28 +571,58 @@ def greybox_lines() -> list[str]:
         "`tenth-noise`: the noise then covers that fraction of the declared sensitivity) and, under "
         "`add-remove`, `public-n` (no count release; every scale from each side's exact n, the paper's "
         "convention).",
+        "* Softmax (`dpnewton.audit.greybox_softmax`, the fit for K > 2 classes, both methods, K = 3, p = 3, "
+        "T = 5; add-remove, the canary added and removed): its count, Gram triangle (`bohning`) and gradient "
+        "sums are drawn through the same ledger hook, and checks (i)-(iii) run unchanged, plus (iv): the output "
+        "is post-processing of the releases, so W is the same on both sides (relative 1e-9). Rows: 24 x -u of "
+        "class 0, 6 random rows; canary 3u of class 0 (only the projection onto the unit ball keeps it within "
+        "the sensitivities), whose class the model turns away from, so its gradient nears the bound sqrt(2). "
+        "Also caught (tests/audit/test_greybox.py): the gradient noise calibrated to 1 (the binary bound) or "
+        "sqrt(2/K) (one class's noise for the K x p release; at the uniform first step the canary's change "
+        "equals it: caught at later steps only), the row projection left out, and DP-GD's means over the exact "
+        "n (iv); in the Böhning step the count cancels, so that variant releases nothing more.",
+        "* Private feature ranges (`dpnewton.audit.greybox_preprocessing`, `preprocessing.release_ranges` as "
+        "`PrivateFeatureScaler` runs it, the Gaussian release and the pure Laplace one, whose move is measured "
+        "in L1; add-remove, an outlier (1e5, 0, 0) added and removed, 40 rows, d = 3): (i)-(iii) and (iv), the "
+        "ranges being post-processing of the released histograms. Any row moves one count of each of the d "
+        "histograms, so the ratio is exactly 1; `wrong-sensitivity` touches gradient releases only (blank: it "
+        "is the correct release here). Also caught (tests/audit/test_greybox.py): a sensitivity of 1 (one "
+        "histogram, not d) and feature 0's upper end read off the data (iv).",
         "",
         "| relation | card | configuration | releases checked | largest input move / sensitivity, by release "
         "| correct | " + " | ".join(b for b in GREYBOX_VARIANTS[1:]) + " |",
         "|---|---|---|---|---|---|" + "---|" * (len(GREYBOX_VARIANTS) - 1),
     ]
     half_missed = {}
+
+    def row(rel, name, config, audit):
+        """One table line; ``audit(broken)`` is the report of a variant (None: not applicable)."""
+        ok = audit("none")
+        cells = []
+        for b in GREYBOX_VARIANTS[1:]:
+            rep = audit(b)
+            cells.append("" if rep is None else "caught " + rep.violations[0].split()[0] if rep.violations
+                         else "not caught")
+            if b == "half-noise" and rep is not None and not rep.violations and ok.largest_ratio > 0:
+                half_missed[name] = max(half_missed.get(name, 0.0), ok.largest_ratio)
+        moves = ", ".join(f"{q} {v:.2f}" for q, v in ok.ratios.items()) or "none"
+        lines.append(f"| {rel} | {name} | {config} | {ok.releases} | {moves} | "
+                     f"{'pass' if ok.passed else 'FAIL: ' + ok.violations[0]} | " + " | ".join(cells) + " |")
+
     for rel in (LIBRARY_RELATION, BENCHMARK_RELATION):
         for name, hyper in greybox_cases(rel):
-            ok = greybox_audit(name, rel, hyper)
-            cells = []
-            for b in GREYBOX_VARIANTS[1:]:
-                if b == "public-n" and rel != LIBRARY_RELATION:
-                    cells.append("")
-                    continue
-                rep = greybox_audit(name, rel, hyper, b)
-                cells.append("caught " + rep.violations[0].split()[0] if rep.violations else "not caught")
-                if b == "half-noise" and not rep.violations and ok.largest_ratio > 0:
-                    half_missed[name] = max(half_missed.get(name, 0.0), ok.largest_ratio)
             config = ", ".join(f"{k}={v}" for k, v in hyper.items()) or "default"
-            moves = ", ".join(f"{q} {v:.2f}" for q, v in ok.ratios.items()) or "none"
-            lines.append(f"| {rel} | {name} | {config} | {ok.releases} | {moves} | "
-                         f"{'pass' if ok.passed else 'FAIL: ' + ok.violations[0]} | " + " | ".join(cells) + " |")
+            row(rel, name, config, lambda b: None if b == "public-n" and rel != LIBRARY_RELATION
+                else greybox_audit(name, rel, hyper, b))
+    for method in SOFTMAX_METHODS:
+        for removal in (False, True):
+            row(LIBRARY_RELATION, f"softmax-{method}", "canary removed" if removal else "canary added",
+                lambda b: None if b == "public-n" else softmax_greybox_audit(method, b, removal=removal))
+    for law in RANGE_LAWS:
+        for removal in (False, True):
+            row(LIBRARY_RELATION, f"feature-ranges ({law})", "outlier removed" if removal else "outlier added",
+                lambda b: None if b in ("public-n", "wrong-sensitivity")
+                else ranges_greybox_audit(law, b, removal=removal))
     lines += [
         "",
         "Reading: a ratio is the largest ||input on D - input on D'|| / sensitivity over the run's releases of "

@@ -1,4 +1,5 @@
-"""Private softmax regression (dpnewton.multinomial): accounting, sensitivity, gradient, neighbour replay."""
+"""Private softmax regression (dpnewton.multinomial): accounting, sensitivity, gradient. Its same-seed neighbour
+replay, with broken variants, is in tests/audit/test_greybox.py."""
 
 from __future__ import annotations
 
@@ -8,13 +9,9 @@ import numpy as np
 import pytest
 from scipy import sparse, special
 
-from dpnewton import multinomial
 from dpnewton.multinomial import (GRADIENT_SENSITIVITY, METHODS, fit_multinomial, project_rows,
                                   softmax_loss_and_gradient)
 from dpnewton.privacy.conversions import epsilon_to_rho
-
-RELEASE = multinomial._release   # the unpatched release (a replay may run twice in one test)
-
 
 def dataset(n=60, p=5, K=4, seed=0):
     rng = np.random.default_rng(seed)
@@ -89,69 +86,6 @@ def test_softmax_curvature_is_below_half_the_centring_projector():
         for _ in range(200):
             s = special.softmax(rng.standard_normal(K) * 3)
             assert np.linalg.eigvalsh(0.5 * C - (np.diag(s) - np.outer(s, s))).min() >= -1e-12
-
-
-def coupled_replay(monkeypatch, D, D_prime, method):
-    """Run D, then D' with every release replaced by D's released value (the same history), recording each
-    release's (step, quantity, sensitivity, sigma, exact value). Under the same generator both runs must take
-    the same control flow, use the same noise scales, and have exact values within the sensitivity; the
-    output, a function of the releases, must be identical."""
-    original = RELEASE
-    runs, forced = [], None
-
-    def release(ledger, step, quantity, value, sensitivity, rho, rng):
-        out = original(ledger, step, quantity, value, sensitivity, rho, rng)
-        runs[-1].append((step, quantity, sensitivity, ledger.entries[-1].sigma, np.array(value, dtype=float), out))
-        return out if forced is None else forced[len(runs[-1]) - 1][-1]
-
-    monkeypatch.setattr(multinomial, "_release", release)
-    outputs = []
-    for Z, y in (D, D_prime):
-        runs.append([])
-        outputs.append(fit_multinomial(Z, y, 3, 1.0, 1e-5, np.random.default_rng(11), method=method,
-                                       iterations=6)[0])
-        forced = runs[0]
-    first, second = runs
-    assert [r[:4] for r in first] == [r[:4] for r in second], "control flow or noise scales differ"
-    for (step, quantity, sensitivity, _, a, _), (*_, b, _) in zip(first, second):
-        diff = np.triu(a - b) if quantity == "gram" else a - b
-        assert np.linalg.norm(diff) <= sensitivity * (1 + 1e-12), \
-            f"{quantity} at step {step} moved by more than {sensitivity}"
-    assert np.array_equal(outputs[0], outputs[1]), "the output depends on more than the releases"
-
-
-def neighbours():
-    Z, y, _ = dataset(n=40, p=4, K=3, seed=7)
-    z_new = np.array([[3.0, -2.0, 1.0, 0.5]])   # a long row: only the projection keeps it in the unit ball
-    return (Z, y), (np.vstack([Z, z_new]), np.append(y, 2))
-
-
-@pytest.mark.parametrize("method", METHODS)
-def test_neighbour_replay_same_flow_same_scales_bounded_change(monkeypatch, method):
-    D, D_prime = neighbours()
-    coupled_replay(monkeypatch, D, D_prime, method)
-    coupled_replay(monkeypatch, D_prime, D, method)   # removal as well as addition
-
-
-def test_replay_catches_missing_row_projection(monkeypatch):
-    monkeypatch.setattr(multinomial, "project_rows", lambda Z, overwrite=False: Z)
-    with pytest.raises(AssertionError, match="moved by more than"):
-        coupled_replay(monkeypatch, *neighbours(), "gd")
-
-
-def test_replay_catches_means_over_the_exact_row_count(monkeypatch):
-    """Broken: every mean divides by the exact n instead of the released N."""
-    rows = {}
-    original_project = multinomial.project_rows
-
-    def remember(Z, overwrite=False):
-        rows["n"] = len(Z)
-        return original_project(Z, overwrite)
-
-    monkeypatch.setattr(multinomial, "project_rows", remember)
-    monkeypatch.setattr(multinomial, "row_count", lambda released: float(rows["n"]))
-    with pytest.raises(AssertionError, match="depends on more than the releases"):
-        coupled_replay(monkeypatch, *neighbours(), "gd")
 
 
 def test_sparse_rows_give_the_dense_fit():

@@ -118,13 +118,14 @@ def softmax_loss_and_gradient(W: np.ndarray, Z: np.ndarray, labels: np.ndarray) 
 
 def _release(ledger: PrivacyLedger, step: int, quantity: str, value, sensitivity: float, rho: float,
              rng: np.random.Generator):
-    """value + N(0, sigma^2) entrywise with sigma = sensitivity/sqrt(2 rho), charged to ``ledger``
-    (the Gram release adds symmetric noise over its upper triangle, :func:`.algorithms.precond.release_symmetric`).
-    Every release of the mechanism passes here: the seam the neighbour replay test observes."""
-    sigma = ledger.noise(quantity, ledger.charge(step, quantity, sensitivity, rho))
+    """value + N(0, sigma^2) entrywise with sigma = sensitivity/sqrt(2 rho), charged to ``ledger`` and drawn
+    through :meth:`~dpnewton.privacy.PrivacyLedger.draw_noise` (the Gram release adds symmetric noise over
+    its upper triangle, :func:`.algorithms.precond.release_symmetric`). Every release of the mechanism
+    passes here, where the grey-box audit records it (:mod:`dpnewton.audit.greybox_softmax`)."""
+    sigma = ledger.charge(step, quantity, sensitivity, rho)
     if quantity == "gram":
-        return release_symmetric(value, sigma, rng)
-    return value + sigma * rng.standard_normal(np.shape(value))
+        return release_symmetric(value, sigma, rng, ledger, quantity)
+    return value + ledger.draw_noise(quantity, value, sigma, rng)
 
 
 def row_count(released: float) -> float:
@@ -156,8 +157,8 @@ def _check_inputs(Z, labels, K) -> tuple:
 
 def fit_multinomial(Z, labels, K: int, epsilon: float, delta: float, rng: np.random.Generator, *,
                     method: str = DEFAULT_METHOD, iterations: int | None = None,
-                    conversion: str = DEFAULT_CONVERSION,
-                    overwrite_rows: bool = False) -> tuple[np.ndarray, PrivacyLedger, dict]:
+                    conversion: str = DEFAULT_CONVERSION, overwrite_rows: bool = False,
+                    ledger: PrivacyLedger | None = None) -> tuple[np.ndarray, PrivacyLedger, dict]:
     """Fit a rho-zCDP softmax model on rows Z (n x p, dense or sparse, intercept column included) and
     labels in 0..K-1.
 
@@ -165,7 +166,9 @@ def fit_multinomial(Z, labels, K: int, epsilon: float, delta: float, rng: np.ran
     release (count, gram for ``"bohning"``, T gradients) and sums to rho; ``record`` holds the accounting
     fields (no value computed from the exact data). ``rng`` draws every noise value, in a fixed order,
     so the fit is deterministic given it. ``iterations`` None: :func:`default_iterations`. ``overwrite_rows``:
-    a dense Z is projected in place (the caller's working copy; no second copy of the rows).
+    a dense Z is projected in place (the caller's working copy; no second copy of the rows). ``ledger``: the
+    ledger to charge, of budget rho (None: a fresh :class:`~dpnewton.privacy.PrivacyLedger` under add-remove;
+    the grey-box audit passes its recorder).
     """
     Z, labels, K = _check_inputs(Z, labels, K)
     check_method(method)
@@ -174,7 +177,7 @@ def fit_multinomial(Z, labels, K: int, epsilon: float, delta: float, rng: np.ran
         raise ValueError("conversion='official-fsolve' reproduces the official code's silent rho = 1e-3 at "
                          "small epsilon (a privacy bug); choose 'bs16', 'cks', 'gdp' or 'paper'")
     rho = epsilon_to_rho(epsilon, delta, conversion)
-    ledger = PrivacyLedger(rho, neighbouring=LIBRARY_RELATION)
+    ledger = PrivacyLedger(rho, neighbouring=LIBRARY_RELATION) if ledger is None else ledger
     Z = project_rows(Z, overwrite=overwrite_rows)
     n, p = Z.shape
 

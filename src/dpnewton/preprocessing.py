@@ -53,7 +53,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .privacy.conversions import epsilon_to_rho, pure_rho, rho_to_epsilon
-from .privacy.ledger import PrivacyLedger
+from .privacy.ledger import GAUSSIAN, LAPLACE, PrivacyLedger   # the release's law: delta > 0, delta = 0 (pure)
 from .privacy.neighbouring import LIBRARY_DELTA, LIBRARY_RELATION, relation_sentence
 from .seeding import RunIdentity, validate_seed
 
@@ -80,8 +80,6 @@ internal split, 0.69 / 0.74 / 0.74 on the synthetic data of tests/test_estimator
 CONVERSION = "gdp"
 """The (epsilon, delta) -> rho conversion of the single Gaussian release (exact for it)."""
 RELEASE = "feature-histograms"
-GAUSSIAN, LAPLACE = "gaussian", "laplace"
-"""The release's noise law: Gaussian ((epsilon, delta) with delta > 0), Laplace (delta = 0, pure)."""
 
 
 def threshold_z(d: int) -> float:
@@ -99,10 +97,16 @@ def thresholds(d: int, scale: float, law: str) -> tuple[float, float]:
     return scale * math.log(d * N_BINS / (2 * FALSE_BIN_RATE)), scale * math.log(1 / (2 * window_rate))
 
 
+def histogram_sensitivity(d: int, law: str) -> float:
+    """One row moves one count of each of the d histograms: L2 sensitivity sqrt(d) (Gaussian), L1
+    sensitivity d (Laplace) (module docstring step 2)."""
+    return math.sqrt(d) if law == GAUSSIAN else float(d)
+
+
 def laplace_scale(d: int, epsilon: float) -> float:
-    """b = Delta_1 / epsilon with Delta_1 = d (one row moves one count of each of d histograms): the
-    Laplace mechanism's epsilon-DP scale [Dwork & Roth 2014, Thm 3.6]. Public (d, epsilon)."""
-    return d / float(epsilon)
+    """b = Delta_1 / epsilon with Delta_1 = d (:func:`histogram_sensitivity`): the Laplace mechanism's
+    epsilon-DP scale [Dwork & Roth 2014, Thm 3.6]. Public (d, epsilon)."""
+    return histogram_sensitivity(d, LAPLACE) / float(epsilon)
 
 
 def bin_indices(values: np.ndarray) -> np.ndarray:
@@ -168,18 +172,29 @@ def _quantile(cdf: np.ndarray, q: float) -> float:
 def gaussian_release(H: np.ndarray, epsilon: float, ledger: PrivacyLedger, rng) -> tuple[np.ndarray, float]:
     """(H + sigma xi, sigma): the whole budget of ``ledger`` on one Gaussian release of L2 sensitivity
     sqrt(d), sigma = sqrt(d)/sqrt(2 rho) (module docstring step 2)."""
-    sigma = ledger.charge(0, RELEASE, math.sqrt(H.shape[0]), ledger.budget_rho)
+    sigma = ledger.charge(0, RELEASE, histogram_sensitivity(H.shape[0], GAUSSIAN), ledger.budget_rho)
     return H + ledger.draw_noise(RELEASE, H, sigma, rng), sigma
 
 
 def laplace_release(H: np.ndarray, epsilon: float, ledger: PrivacyLedger, rng) -> tuple[np.ndarray, float]:
     """(H + Lap(b), b), b = :func:`laplace_scale` (d, epsilon): the pure epsilon-DP release (delta = 0),
-    recorded on ``ledger`` as one event of the whole epsilon (module docstring step 2)."""
+    recorded on ``ledger`` as one event of the whole epsilon and drawn through it (module docstring step 2)."""
     d = H.shape[0]
+    sensitivity = histogram_sensitivity(d, LAPLACE)
     b = ledger.noise(RELEASE, laplace_scale(d, epsilon))
     ledger.charge_event({"mechanism": "laplace", "quantity": RELEASE, "epsilon": float(epsilon), "delta": 0.0,
-                         "l1_sensitivity": float(d), "scale": laplace_scale(d, epsilon)})
-    return H + rng.laplace(0.0, b, H.shape), b
+                         "l1_sensitivity": sensitivity, "scale": laplace_scale(d, epsilon)})
+    return H + ledger.draw_noise(RELEASE, H, b, rng, sensitivity, law=LAPLACE), b
+
+
+def release_ranges(X, epsilon: float, ledger: PrivacyLedger, rng, quantiles: tuple[float, float],
+                   law: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper, H~): the release of ``law`` charged to ``ledger`` and its post-processing (module
+    docstring steps 2-3); nothing else reads X."""
+    noisy, scale = (laplace_release if law == LAPLACE else gaussian_release)(feature_histograms(X), float(epsilon),
+                                                                             ledger, rng)
+    lower, upper = ranges_from_histograms(noisy, scale, quantiles, law)
+    return lower, upper, noisy
 
 
 def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -299,12 +314,9 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
 
     def _private_ranges(self, X, ledger: PrivacyLedger, quantiles, seed,
                         law: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The release and its post-processing (module docstring): (lower, upper, H~)."""
+        """:func:`release_ranges` with the fit's noise stream: (lower, upper, H~)."""
         rng = RunIdentity("user", "private-feature-scaler", float(self.epsilon), seed, 1).generator(RELEASE)
-        noisy, scale = (laplace_release if law == LAPLACE else gaussian_release)(
-            feature_histograms(X), float(self.epsilon), ledger, rng)
-        lower, upper = ranges_from_histograms(noisy, scale, quantiles, law)
-        return lower, upper, noisy
+        return release_ranges(X, self.epsilon, ledger, rng, quantiles, law)
 
     def _record(self, ledger: PrivacyLedger, quantiles) -> dict:
         record = {"epsilon": self.epsilon_, "delta": self.delta_, "rho": self.rho_,
@@ -346,5 +358,5 @@ class PrivateFeatureScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
 
 
 __all__ = ["BIN_EDGES", "DEFAULT_QUANTILES", "N_BINS", "PrivateFeatureScaler", "affine_map", "check_bounds",
-           "feature_histograms", "gaussian_release", "laplace_release", "laplace_scale", "ranges_from_histograms",
-           "thresholds"]
+           "feature_histograms", "gaussian_release", "histogram_sensitivity", "laplace_release", "laplace_scale",
+           "ranges_from_histograms", "release_ranges", "thresholds"]

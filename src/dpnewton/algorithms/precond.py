@@ -108,16 +108,17 @@ def curvature_sensitivity(n: int) -> float:
     return 1.0 / (4.0 * n)
 
 
-def release_symmetric(A: np.ndarray, sigma: float, rng, ledger: PrivacyLedger | None = None) -> np.ndarray:
+def release_symmetric(A: np.ndarray, sigma: float, rng, ledger: PrivacyLedger | None = None,
+                      quantity: str = "curvature") -> np.ndarray:
     """A + S with S symmetric, S_ij = S_ji = sigma xi_k over the upper triangle (i <= j, the order
     of :func:`numpy.triu_indices`), xi ~ N(0, I) in one draw of d(d+1)/2 values: the release of A's
-    upper triangle, drawn through ``ledger`` (:meth:`~dpnewton.privacy.PrivacyLedger.draw_noise`, quantity
-    "curvature"; None: the draw alone)."""
+    upper triangle, drawn through ``ledger`` (:meth:`~dpnewton.privacy.PrivacyLedger.draw_noise` as
+    ``quantity``; None: the draw alone)."""
     d = A.shape[0]
     rows, cols = np.triu_indices(d)
     noise = np.zeros((d, d))
     draw = gaussian_noise if ledger is None else ledger.draw_noise
-    noise[rows, cols] = draw("curvature", A[rows, cols], sigma, rng)
+    noise[rows, cols] = draw(quantity, A[rows, cols], sigma, rng)
     noise += np.triu(noise, 1).T
     return A + noise
 

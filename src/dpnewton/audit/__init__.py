@@ -12,7 +12,8 @@ bound <= its claimed epsilon; a deliberately broken one (``half-noise``, ``wrong
 (docs/privacy_audit.md states which variants are detectable per mechanism, and why not).
 
 :mod:`.greybox` is the grey-box complement: each card run on D and on a neighbour with the same seed, the
-neighbour replaying D's releases, every release's input checked against its sensitivity.
+neighbour replaying D's releases, every release's input checked against its sensitivity; :mod:`.greybox_softmax`
+and :mod:`.greybox_preprocessing` run it on the softmax fit and on the private feature ranges.
 
 The library's mechanisms outside the cards have their own black-box audits, each with a pilot that fixes
 the threshold and broken variants that must be caught: :mod:`.small_n` (the estimator at n = 3 vs 4),

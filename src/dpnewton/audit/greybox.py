@@ -20,7 +20,9 @@ test"]:
   scale, charged sensitivity and rho identical (relative 1e-9: the coupled history differs from D's by
   rounding); (iii) every release's input moved by at most the sensitivity its noise covers (declared
   sensitivity x the variant's noise factor, :func:`.variants.noise_factor`; L2 norm of the flattened
-  input, so Frobenius for a matrix), relative slack 1e-9.
+  input, so Frobenius for a matrix; L1 for a :data:`~dpnewton.privacy.ledger.LAPLACE` release), relative
+  slack 1e-9. (iv), for a mechanism whose output is a function of its releases alone
+  (:func:`check_post_processing`): the output is the same on both sides (relative 1e-9).
 * **Objective perturbation** (a ledger with an :class:`~dpnewton.privacy.ObjectivePerturbationEvent`):
   the data enter after the noise b (a release of the linear term, input 0), through the minimiser, so its
   objective release is checked by the coupling of its analysis instead: the noise that makes D's
@@ -55,7 +57,7 @@ from ..experiment import make_contexts, release_count
 from ..loss import LogisticProblem
 from ..privacy import PrivacyLedger, epsilon_to_rho
 from ..privacy.conversions import pure_rho
-from ..privacy.ledger import GAUSSIAN, ObjectivePerturbationEvent
+from ..privacy.ledger import GAUSSIAN, LAPLACE, ObjectivePerturbationEvent
 from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION, check_relation
 from ..seeding import RunIdentity
 from .canaries import PinnedStartRng
@@ -71,7 +73,8 @@ ABSOLUTE_SLACK = 1e-12
 @dataclass(frozen=True)
 class Release:
     """One noisy release: input ``value``, the ``noise`` added (on a replay: the coupled noise), the noise
-    scale ``sigma`` and the sensitivity it covers (declared x the variant's factor; None: not declared)."""
+    scale ``sigma``, the sensitivity it covers (declared x the variant's factor; None: not declared) and
+    the noise ``law`` (:meth:`~dpnewton.privacy.PrivacyLedger.draw_noise`)."""
 
     quantity: str
     step: int
@@ -79,6 +82,12 @@ class Release:
     covered: float | None
     value: np.ndarray
     noise: np.ndarray
+    law: str = GAUSSIAN
+
+    @property
+    def norm_order(self) -> int:
+        """The norm the sensitivity is stated in: L1 for the Laplace mechanism, else L2."""
+        return 1 if self.law == LAPLACE else 2
 
     @property
     def released(self) -> np.ndarray:
@@ -109,7 +118,7 @@ class RecordingLedger(AuditLedger):
             if target.quantity == quantity and target.value.shape == value.shape:
                 noise = target.released - value
                 noise = float(noise) if noise.ndim == 0 else noise
-        self.releases.append(Release(quantity, int(step), float(sigma), covered, value, np.array(noise)))
+        self.releases.append(Release(quantity, int(step), float(sigma), covered, value, np.array(noise), law))
         return noise
 
 
@@ -143,9 +152,11 @@ def neighbour_pair(relation: str, n: int = 30, d: int = 3, random_rows: int = 6,
 
 @dataclass
 class SideRun:
-    """What one side recorded: releases, ledger entries, scales passed through ``noise`` and the ledger."""
+    """What one side recorded: releases, ledger entries, scales passed through ``noise`` and the ledger;
+    ``problem``: the rows it ran on (a card's :class:`~dpnewton.loss.LogisticProblem`, whose n objective
+    perturbation's check reads), ``w`` its output."""
 
-    problem: LogisticProblem
+    problem: object
     ledger: RecordingLedger
     w: np.ndarray
 
@@ -260,7 +271,8 @@ def compare_runs(D: SideRun, Dp: SideRun, algorithm: str = "", relation: str = "
             rep.undeclared.append(ra.quantity)
         if objective is not None or ca is None or ra.value.shape != rb.value.shape:
             continue
-        _check_moved(rep, ra.quantity, ra.step, float(np.linalg.norm((ra.value - rb.value).ravel())), ca)
+        moved = float(np.linalg.norm((ra.value - rb.value).ravel(), ord=ra.norm_order))
+        _check_moved(rep, ra.quantity, ra.step, moved, ca)
     if objective is not None:
         _check_objective(rep, D, Dp)
     return rep
@@ -281,6 +293,16 @@ def _check_moved(rep: GreyboxReport, quantity: str, step: int, moved: float, cov
         rep.ratios[quantity] = max(rep.ratios.get(quantity, 0.0), moved / covered)
     if moved > covered * (1.0 + RELATIVE_SLACK) + ABSOLUTE_SLACK:
         rep.violations.append(f"(iii) {quantity} step {step}: input moved by {moved:.6g} > sensitivity {covered:.6g}")
+
+
+def check_post_processing(rep: GreyboxReport, D: SideRun, Dp: SideRun) -> GreyboxReport:
+    """(iv) for a mechanism whose output is a function of its releases alone: under the coupling the
+    output is the same on D and D' (relative 1e-9, the rounding of the coupled noise); ``rep`` with the
+    finding."""
+    if not np.allclose(Dp.w, D.w, rtol=RELATIVE_SLACK, atol=ABSOLUTE_SLACK):
+        rep.violations.append("(iv) the output differs on D and D' given the same releases: it reads the data "
+                              f"beyond them (max |w - w'| = {np.max(np.abs(Dp.w - D.w)):.3g})")
+    return rep
 
 
 def _check_objective(rep: GreyboxReport, D: SideRun, Dp: SideRun) -> None:
@@ -323,5 +345,5 @@ def greybox_audit(algorithm: str, relation: str, hyper: dict | None = None, brok
 
 
 __all__ = ["GREYBOX_VARIANTS", "GreyboxReport", "NeighbourPair", "RecordingLedger", "Release", "SideRun",
-           "compare_runs", "greybox_audit", "greybox_cases", "neighbour_pair", "run_pair",
+           "check_post_processing", "compare_runs", "greybox_audit", "greybox_cases", "neighbour_pair", "run_pair",
            "BENCHMARK_RELATION", "LIBRARY_RELATION"]

@@ -38,7 +38,7 @@ def gaussian_sigma(sensitivity: float, rho: float) -> float:
     return sensitivity / math.sqrt(2.0 * rho)
 
 
-GAUSSIAN, NORM_LAPLACE = "gaussian", "norm-laplace"
+GAUSSIAN, NORM_LAPLACE, LAPLACE = "gaussian", "norm-laplace", "laplace"
 """The noise laws of :meth:`PrivacyLedger.draw_noise`."""
 
 
@@ -227,7 +227,9 @@ class PrivacyLedger:
         """The noise sigma xi of one Gaussian release of ``value`` (:func:`gaussian_noise`): every noisy
         release of an optimizer draws here, where it adds the noise to its un-noised input ``value``.
         ``law`` = :data:`NORM_LAPLACE`: a pure epsilon-DP release instead, noise of density proportional to
-        exp(-||v|| / sigma) (:func:`~dpnewton.privacy.norm_laplace.norm_laplace`; ``value`` a vector).
+        exp(-||v|| / sigma) (:func:`~dpnewton.privacy.norm_laplace.norm_laplace`; ``value`` a vector);
+        :data:`LAPLACE`: i.i.d. Laplace(0, sigma) per entry of ``value`` (the Laplace mechanism, whose
+        ``sensitivity`` is an L1 sensitivity).
 
         ``sensitivity``: the release's L2 sensitivity when it is not charged through :meth:`charge`
         (accountant- or objective-perturbation-calibrated scales); None: that of the entry just charged
@@ -238,8 +240,10 @@ class PrivacyLedger:
         """
         if law == NORM_LAPLACE:
             return norm_laplace(rng, int(np.size(value)), sigma)
+        if law == LAPLACE:
+            return rng.laplace(0.0, sigma, np.shape(value))
         if law != GAUSSIAN:
-            raise ValueError(f"law={law!r} must be {GAUSSIAN!r} or {NORM_LAPLACE!r}")
+            raise ValueError(f"law={law!r} must be {GAUSSIAN!r}, {NORM_LAPLACE!r} or {LAPLACE!r}")
         return gaussian_noise(quantity, value, sigma, rng, sensitivity, size)
 
     def charge_event(self, event: AccountingEvent) -> None:
