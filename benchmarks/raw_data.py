@@ -181,8 +181,8 @@ def markdown(real: list[dict], cells: list[dict], diag: list[dict], fits: int, g
         "private feature ranges, the rest to the model; delta = the library default), raw features, "
         "fresh OS entropy per fit. Raw rows: results/raw_data.csv, results/raw_data_grid.csv.", "",
         "## Real data (seeded stratified 80/20 split)", "",
-        md_table(real, ["dataset", "n_train", "d", "classes", "epsilon", "delta", "fits", "mean_accuracy", "min_accuracy",
-                        "max_accuracy", "fits_below_majority", "majority", "nonprivate_raw",
+        md_table(real, ["dataset", "n_train", "d", "classes", "epsilon", "delta", "fits", "mean_accuracy",
+                        "min_accuracy", "max_accuracy", "fits_below_majority", "majority", "nonprivate_raw",
                         "nonprivate_standardized", "seconds_per_fit"], fmt), "",
         "nonprivate_raw: scikit-learn LogisticRegression on the raw features; nonprivate_standardized: with a "
         "(non-private) StandardScaler, the ceiling. More than two classes: one softmax model (the default "

@@ -1,9 +1,10 @@
 """Running optimizers on a problem: budgets, seeding and one result record per run.
 
 :func:`run_algorithm` runs every (seed, T) pair of one (dataset, algorithm, epsilon) as one batch;
-:func:`budgeted_group` checks a group's arguments and computes its budget once (the CLI, the estimator and
-the pipeline's jobs all build their groups there); :func:`run_groups` runs several groups of runs (:class:`RunGroup`: a configuration at a budget) of one
-dataset and algorithm as one batch, which a ``lockstep`` card steps together. Each run gets
+:func:`budgeted_group` checks a group's arguments and computes its budget once (the CLI, the estimator and the
+pipeline's jobs all build their groups there); :func:`run_groups` runs several groups of runs
+(:class:`RunGroup`: a configuration at a budget) of one dataset and algorithm as one batch, which a
+``lockstep`` card steps together. Each run gets
 
 * rho from (epsilon, delta) through the named ``conversion`` (:mod:`dpnewton.privacy`), with
   delta from the neighbouring relation unless given (n^-2 when n is public [P section 6]);

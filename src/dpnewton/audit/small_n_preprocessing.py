@@ -116,7 +116,8 @@ def audit_preprocessing(variant: str = "none", level: str = "output", trials: in
     neg, pos = batch(0, trials, 2), batch(1, trials, 3)
     fp, fn = int(np.sum(neg > chosen.threshold)), int(np.sum(pos <= chosen.threshold))
     bound = epsilon_lower_bound(fp, trials, fn, trials, delta, direction=chosen.direction)
-    return SmallNOutcome(MECHANISM if delta else f"{MECHANISM} (pure, Laplace)", variant, level, epsilon, float(bound), chosen.threshold, chosen.direction,
+    mechanism = MECHANISM if delta else f"{MECHANISM} (pure, Laplace)"
+    return SmallNOutcome(mechanism, variant, level, epsilon, float(bound), chosen.threshold, chosen.direction,
                          fp, fn, trials, pilot)
 
 

@@ -15,12 +15,12 @@ Inputs (:func:`load_tables`), each optional except ``best_T``:
 * ``claims`` (``claims.csv``): the verdicts; ``floor`` (``floor.csv``): F*, drawn as a dotted line;
 * ``protocol`` (``protocol.json``): the config hash and datasets shown in the page's header.
 
-Tie set (:func:`tie_sets`): the claims report's rule (:mod:`dpnewton.pipeline.claims.ties`: Welch's
-t-test over seeds against the cell's lowest mean, p >= 0.05), over the private configurations only; a
-configuration with a non-private step (its card's ``nonprivate``: the Oracle's line search, damped Newton's
-step) or the explosion reset is drawn and labelled but never ranked. A card's ``loss_note`` (cubic Newton:
-its own objective) is shown with the configuration wherever it appears. Run ``python -m dpnewton.pipeline.browser --help``; the workflow's rule ``browser``
-(``workflow/rules/browser.smk``) writes ``results/browser.html``.
+Tie set (:func:`tie_sets`): the claims report's rule (:mod:`dpnewton.pipeline.claims.ties`: Welch's t-test
+over seeds against the cell's lowest mean, p >= 0.05), over the private configurations only; a configuration
+with a non-private step (its card's ``nonprivate``: the Oracle's line search, damped Newton's step) or the
+explosion reset is drawn and labelled but never ranked. A card's ``loss_note`` (cubic Newton: its own
+objective) is shown with the configuration wherever it appears. Run ``python -m dpnewton.pipeline.browser
+--help``; the workflow's rule ``browser`` (``workflow/rules/browser.smk``) writes ``results/browser.html``.
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ function style(name) {
 }
 function notes(chosen) {
   const esc = (v) => String(v).replace(/&/g, '&amp;').replace(/</g, '&lt;');
-  const items = chosen.filter((n) => style(n).note).map((n) => `<li>${esc(style(n).label)}: ${esc(style(n).note)}</li>`);
+  const items = chosen.filter((n) => style(n).note)
+    .map((n) => `<li>${esc(style(n).label)}: ${esc(style(n).note)}</li>`);
   $('method-notes').innerHTML = items.length ? '<b>* Non-private parts and caveats of the configurations shown:</b>' +
     `<ul>${items.join('')}</ul>` : '';
 }
@@ -135,13 +136,14 @@ function bestTable() {
   const rows = cellRows().filter((r) => chosen.has(r.method) || r.tie)
     .sort((a, b) => (a.mean === null) - (b.mean === null) || a.mean - b.mean);
   const fmt = (v) => (v === null || v === undefined ? 'n/a' : String(v));
+  const rank = (r) => (r.is_best ? 'lowest' : r.tie ? 'tie' : r.ranked === false ? 'not ranked (non-private)' : '');
   let h = '<tr><th>configuration</th><th>best T</th><th>mean excess loss</th><th>s.e.</th>' +
           '<th>runtime (s)</th><th>seeds</th><th>tie set</th><th>non-private parts, caveats</th></tr>';
   for (const r of rows) {
     const cls = r.is_best ? 'best tie' : r.tie ? 'tie' : '';
     h += `<tr class="${cls}"><td>${style(r.method).label}${chosen.has(r.method) ? '' : ' (not shown)'}</td>` +
          `<td>${fmt(r.T)}${r.at_edge ? ' (edge)' : ''}</td><td>${fmt(r.mean)}</td><td>${fmt(r.se)}</td>` +
-         `<td>${fmt(r.runtime)}</td><td>${fmt(r.n_seeds)}</td><td>${r.is_best ? 'lowest' : r.tie ? 'tie' : r.ranked === false ? 'not ranked (non-private)' : ''}</td>` +
+         `<td>${fmt(r.runtime)}</td><td>${fmt(r.n_seeds)}</td><td>${rank(r)}</td>` +
          `<td>${style(r.method).note}</td></tr>`;
   }
   $('best-table').innerHTML = h;
