@@ -274,3 +274,30 @@ def test_only_lockstep_cards_mix_configurations(problem):
     groups = [RunGroup(1.0, 1e-6, "bs16", 0.1, ((0, 2),), hyper) for hyper in ({}, {"grad_frac": 0.5})]
     with pytest.raises(ValueError, match="runs one configuration per batch"):
         run_groups(problem, "toy", "hess-clip", groups)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_runs_see_the_blas_thread_limit_they_ask_for(problem, monkeypatch, threads):
+    """The batch runs with ``blas_threads`` BLAS threads (the one controller is found once per process)."""
+    from threadpoolctl import threadpool_info
+
+    from dpnewton import experiment
+    from dpnewton.experiment import RunGroup, run_groups
+
+    if not any(i.get("user_api") == "blas" for i in threadpool_info()):
+        pytest.fail("threadpoolctl finds no BLAS library under numpy")
+    card = experiment.get_algorithm("dp-gd")
+    seen = []
+
+    class Recording:
+        lockstep = card.lockstep
+
+        def run(self, *args):
+            seen.append({i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"})
+            return card.run(*args)
+
+    monkeypatch.setattr(experiment, "get_algorithm", lambda name: Recording())
+    outside = {i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"}
+    run_groups(problem, "toy", "dp-gd", [RunGroup(1.0, 1e-6, "bs16", 0.1, ((0, 2),))], blas_threads=threads)
+    assert seen == [{threads}]
+    assert {i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"} == outside
