@@ -18,6 +18,7 @@ from ..data import DatasetError
 from ..data.registry import get_spec
 from .frontier import pass_equivalents
 from .jobspec import job_members, trajectories
+from .schedule_model import Task, simulate
 
 #: (n, d) of a dataset whose size neither its options nor the registry give (``custom``): the
 #: synthetic dataset's default size
@@ -149,13 +150,10 @@ def cost_seconds(cost: float) -> float:
 
 
 def makespan(seconds: list[float], cores: int) -> float:
-    """The length of a run of jobs of the given durations on ``cores`` cores, longest first (the order
-    :func:`priority` gives), each job on the core that frees first (one core per job)."""
-    ends = [0.0] * max(1, int(cores))
-    for s in sorted(seconds, reverse=True):
-        i = ends.index(min(ends))
-        ends[i] += s
-    return max(ends)
+    """The length of a run of independent one-core jobs of the given durations on ``cores`` cores, longest
+    first (the order :func:`priority` gives; :func:`dpnewton.pipeline.schedule_model.simulate`)."""
+    tasks = [Task(str(i), s, priority=s) for i, s in enumerate(seconds)]
+    return simulate(tasks, max(1, int(cores))).makespan
 
 
 def _duration(seconds: float) -> str:
