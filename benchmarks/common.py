@@ -58,6 +58,8 @@ SECTIONS = [
     ("verdict_changes", "14. Verdicts of a new claims run against the published report"),
     ("cap_study", "15. A lower shared T cap replayed on a claims run: verdicts, best T and update time"),
     ("multiclass", "16. Multiclass rules: one softmax model vs one-vs-rest, non-private scaling"),
+    ("schedule_default", "17. Schedule model: the default config's recorded job times replayed at 2 to 256 cores"),
+    ("schedule_claims", "17b. Schedule model: the claims config's recorded job times replayed at 2 to 256 cores"),
 ]
 
 
@@ -302,7 +304,10 @@ def write_readme() -> None:
         if sec.exists():
             envf = RESULTS_DIR / f"{name}.env.json"
             when = json.loads(envf.read_text())["date_utc"] if envf.exists() else "?"
-            if name.startswith(("pipeline_paper_", "pipeline_claims_")):
+            if name.startswith("schedule_"):
+                config = "claims" if name == "schedule_claims" else "config"
+                script = f"schedule.py RUN_DIR --config config/{config}.yaml --cores N --tag {name}"
+            elif name.startswith(("pipeline_paper_", "pipeline_claims_")):
                 config = "paper" if name.startswith("pipeline_paper_") else "claims"
                 script = f"pipeline.py --analyze RUN_DIR --config config/{config}.yaml --tag {name}"
             else:

@@ -61,7 +61,8 @@ def sample_load(stop: threading.Event, out: list):
 
 
 def job_times(work: Path) -> list[dict]:
-    """One record per job from Snakemake's metadata (rule, start, end); de-duplicated by job hash."""
+    """One record per job from Snakemake's metadata (rule, start, end, one output ``target``, every output
+    ``outputs`` and the ``input`` files); de-duplicated by job hash."""
     jobs = {}
     meta = work / ".snakemake" / "metadata"
     if not meta.is_dir():
@@ -78,8 +79,10 @@ def job_times(work: Path) -> list[dict]:
         except Exception:
             target = f.name
         key = m.get("job_hash") or (m.get("rule"), m.get("starttime"))
-        jobs.setdefault(key, {"rule": m.get("rule"), "start": float(m["starttime"]), "end": float(m["endtime"]),
-                              "target": target})
+        job = jobs.setdefault(key, {"rule": m.get("rule"), "start": float(m["starttime"]),
+                                    "end": float(m["endtime"]), "target": target, "outputs": [],
+                                    "input": list(m.get("input") or [])})
+        job["outputs"].append(target)
     return list(jobs.values())
 
 

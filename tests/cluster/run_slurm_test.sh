@@ -9,7 +9,8 @@
 # (munged, slurmctld, slurmd; no slurmdbd), a local reference run, a SLURM run,
 # checks (a) every optimizer run executed inside a SLURM job that ended
 # COMPLETED and (b) aggregate tables equal the local ones (timing columns
-# aside), (c) a fault run (scancel one running optimizer job, rerun with
+# aside; the SLURM run's --jobs split lockstep jobs the local --cores 2 keeps
+# whole, config key job_split), (c) a fault run (scancel one running optimizer job, rerun with
 # --rerun-incomplete, tables still equal), (d) daemons stopped by PID.
 #
 # Job states come from SLURM's job-completion log (JobCompType=jobcomp/filetxt);
@@ -354,7 +355,7 @@ fi
 echo "SLURM jobs submitted: $(grep -cE 'has been submitted with SLURM jobid' "$WORK/slurm-run.log" || true)"
 
 stage "checks"
-if python "$HELPER" jobs --run-dir "$WORK/slurm-run" --local-log "$WORK/local.log" \
+if python "$HELPER" jobs --run-dir "$WORK/slurm-run" --main-log "$WORK/slurm-run.log" \
     --jobcomp "$SD/jobcomp.txt" --rule "$OPT_RULE"; then
     pass "(a) every $OPT_RULE job ran in a SLURM job that ended COMPLETED"
 else
@@ -374,7 +375,11 @@ fi
 stage "fault run"
 cp -a "$WORK/slurm-run" "$WORK/fault-run"
 rm -rf "$WORK/fault-run/.snakemake/slurm_logs"
-(cd "$WORK/fault-run" && snakemake --summary --configfile "$CONFIG" --cores 1 2>/dev/null) >"$WORK/summary.tsv" || true
+# the plan of the SLURM run: its jobs are sized for the profile's `jobs` (config key job_split)
+SLURM_SLOTS="$(python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["jobs"])' \
+    "$REPO/profiles/slurm/config.yaml")"
+(cd "$WORK/fault-run" && snakemake --summary --configfile "$CONFIG" --cores "$SLURM_SLOTS" 2>/dev/null) \
+    >"$WORK/summary.tsv" || true
 mapfile -t VICTIM_FILES < <(python "$HELPER" pick --summary "$WORK/summary.tsv" --rule "$OPT_RULE" -n 4)
 [[ ${#VICTIM_FILES[@]} -gt 0 ]] || die "fault run: no $OPT_RULE outputs found in snakemake --summary"
 echo "deleting the outputs of 4 $OPT_RULE jobs: ${VICTIM_FILES[*]}"

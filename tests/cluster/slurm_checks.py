@@ -2,8 +2,8 @@
 
 Subcommands:
   pick      output files of the first N jobs of a rule (from `snakemake --summary`)
-  jobs      every optimizer job of the reference (local) run was executed inside
-            a SLURM job whose job-completion record says COMPLETED
+  jobs      every optimizer job the SLURM run's main process finished was executed
+            inside a SLURM job whose job-completion record says COMPLETED
   tables    two aggregate-table directories hold equal tables, timing columns aside
   state     print the final state of one SLURM job from the job-completion log
   group-of  print the group a rule is assigned to in a profile (empty if none)
@@ -19,7 +19,7 @@ from pathlib import Path
 RULE_RE = re.compile(r"^\s*(?:local)?rule (\S+):\s*$")
 OUTPUT_RE = re.compile(r"^\s+output: (.+)$")
 JOBID_RE = re.compile(r"^\s+jobid: (\d+)\s*$")
-MESSAGE_RE = re.compile(r"^Job (\d+): (.+)$")
+MESSAGE_RE = re.compile(r"^\s*Job (\d+): (.+)$")   # indented: a member of a group job
 FINISHED_RE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)")
 JOBCOMP_RE = re.compile(r"\bJobId=(\d+)\b.*?\bJobState=(\S+)")
 # columns that legitimately differ between runs
@@ -86,9 +86,11 @@ def read_jobcomp(path: Path) -> dict[str, str]:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    expected = finished_jobs(Path(args.local_log).read_text(errors="replace"), args.rule)
+    """The run's own optimizer jobs (its main log): the plan of a SLURM run, sized for its --jobs
+    (config key job_split), need not be the local run's, sized for its --cores."""
+    expected = finished_jobs(Path(args.main_log).read_text(errors="replace"), args.rule)
     if not expected:
-        print(f"no finished '{args.rule}' jobs found in the local log {args.local_log}")
+        print(f"no finished '{args.rule}' jobs found in the run's main log {args.main_log}")
         return 1
     states = read_jobcomp(Path(args.jobcomp))
     logdir = Path(args.run_dir) / ".snakemake" / "slurm_logs"
@@ -102,7 +104,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     slurm_ids = sorted(set(covered.values()), key=int)
     bad = {j: states.get(j, "<no record>") for j in slurm_ids if states.get(j) != "COMPLETED"}
     print(
-        f"{len(expected)} {args.rule} jobs in the local run; {len(expected & covered.keys())} "
+        f"{len(expected)} {args.rule} jobs finished in the run; {len(expected & covered.keys())} "
         f"of them finished inside SLURM jobs ({n_logs} SLURM job logs; {args.rule} ran in "
         f"SLURM jobs {', '.join(slurm_ids) or 'none'})"
     )
@@ -206,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("jobs")
     p.add_argument("--run-dir", required=True)
-    p.add_argument("--local-log", required=True)
+    p.add_argument("--main-log", required=True, help="the log of the run's main snakemake process")
     p.add_argument("--jobcomp", required=True)
     p.add_argument("--rule", required=True)
     p.set_defaults(func=cmd_jobs)

@@ -85,8 +85,8 @@ def _with(path: str, value):
 # relevant jsonschema error (best_match) rewritten by dpnewton.pipeline.schema; NaN and infinity are
 # rejected by its check_finite (JSON schema's bounds let NaN through); the rest by check_config/expand.
 TOP_KEYS = ("algorithms, allow_download, claims, conversion, conversion_study, curves, data_dir, datasets, delta, "
-            "epsilons, figures, grids, holdout, job_grouping, missing_algorithms, precision, publish_figures, seeds, "
-            "seeds_per_job, table1, timing, tracks, tuning")
+            "epsilons, figures, grids, holdout, job_grouping, job_split, missing_algorithms, precision, "
+            "publish_figures, seeds, seeds_per_job, table1, timing, tracks, tuning")
 SEEDS = "set seeds to an integer >= 1, or a non-empty list of distinct integers >= 0"
 HOLDOUT = "set holdout to a number >= 0 and < 1, or null"
 CONFIG_CASES = {
@@ -99,6 +99,10 @@ CONFIG_CASES = {
                         "config key datasets.synthetc: 'synthetc' is not a registered dataset (did you mean "
                         "synthetic?); the datasets are a1a, a5a, a6a, a9a, w5a, w7a, w8a, phishing, adult, covertype, "
                         "synthetic, fashion-mnist, protein, custom: rename it to one of those or remove it"),
+    "job_split_word": (_cfg(job_split="fast"), "config key job_split: 'fast' is not one of ['auto', 'wide']; set "
+                                              "job_split to one of auto, wide, or a number > 0"),
+    "job_split_zero": (_cfg(job_split=0), "config key job_split: 0 is less than or equal to the minimum of 0; set "
+                                          "job_split to one of auto, wide, or a number > 0"),
     "epsilon_zero": (_cfg(epsilons=[0, 1]), "config key epsilons[0]: 0 is less than or equal to the minimum of 0; "
                                             "set epsilons[0] to a number > 0"),
     "epsilon_negative": (_cfg(epsilons=[-0.5]), "config key epsilons[0]: -0.5 is less than or equal to the minimum "

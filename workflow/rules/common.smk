@@ -71,8 +71,10 @@ def plan():
     """The job plan (dpnewton.pipeline.config.expand) of the config. The first call loads the config
     (dpnewton.pipeline.config.load_config): `--config key=false` strings get the type the schema asks
     for, the schema validates, and its defaults are filled into `config` in place, so rules, scripts
-    and report captions index it directly (the config hash is unchanged by this). Every function
-    below that reads `config` calls plan() (or conf()) first."""
+    and report captions index it directly (the config hash is unchanged by this). The jobs are sized
+    for job_slots() (config key job_split); a job Snakemake runs in a process of its own (a cluster job)
+    gets the main process's slots through the environment (dpnewton.pipeline.job_split.resolve_slots), so
+    it builds the same plan. Every function below that reads `config` calls plan() (or conf()) first."""
     pipecfg = dpnewton("pipeline.config")
     import jsonschema
 
@@ -81,7 +83,13 @@ def plan():
     except (jsonschema.ValidationError, ValueError) as exc:
         # one line naming the key, the value, the rule and the fix (dpnewton.pipeline.schema)
         raise WorkflowError(str(exc)) from None
-    the_plan = pipecfg.expand(config, base_dir=REPO)
+    try:
+        slots = dpnewton("pipeline.job_split").resolve_slots(
+            config.get("job_split", "auto"), workflow.is_main_process, job_slots(), os.environ
+        )
+    except ValueError as exc:
+        raise WorkflowError(str(exc)) from None
+    the_plan = pipecfg.expand(config, base_dir=REPO, slots=slots)
     paths = tuple(str(p) for p in dpnewton("problems").optimum_paths("results/data/{dataset}.npz", the_plan.holdout))
     if paths != (OPTIMUM_NPZ, OPTIMUM_JSON) or config["figures"]["formats"] != FORMATS:
         raise WorkflowError(
@@ -192,13 +200,18 @@ def log_plan(the_plan):
         file=sys.stderr,
     )
     unit = "core" if workflow.local_exec else "job slot"  # a cluster run: --jobs jobs at once
-    try:
-        slots = workflow.cores if workflow.local_exec else workflow.nodes
-    except WorkflowError:  # a dry run without --cores
-        slots = None
     done = lambda job: Path(f"{job.stem}.csv").exists()
-    for line in dpnewton("pipeline.scheduling").plan_lines(the_plan, slots, done, unit):
+    for line in dpnewton("pipeline.scheduling").plan_lines(the_plan, job_slots(), done, unit):
         print(line, file=sys.stderr)
+
+
+def job_slots():
+    """The jobs the workflow runs at once: --cores, or with a cluster executor --jobs (None: not given).
+    The plan sizes its jobs for them (config key job_split, dpnewton.pipeline.job_split)."""
+    try:
+        return workflow.cores if workflow.local_exec else workflow.nodes
+    except WorkflowError:  # a dry run without --cores
+        return None
 
 
 @functools.cache

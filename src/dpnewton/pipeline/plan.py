@@ -6,7 +6,8 @@ models of every configuration that shares its trajectory (:func:`share_trajector
 ``lockstep`` algorithm (its card) on one dataset and seed chunk are one job instead, whatever their
 configuration, conversion and epsilon (:func:`group_jobs`): its runs step together in one batch. With
 ``job_grouping: algorithm`` every algorithm's jobs are grouped so (fewer, longer jobs: less start-up
-per run), those of a card that is not ``lockstep`` running one trajectory after another.
+per run), those of a card that is not ``lockstep`` running one trajectory after another. A group longer
+than ``job_split`` allows for the workflow's cores is split by epsilon, then by trajectory (:mod:`.job_split`).
 Everything that determines a job's rows is collected in :attr:`Job.spec` (a serialised :class:`~.jobspec.JobSpec`,
 checked by the job); its hash is the ``config_hash``
 column of every row, so changing one algorithm's grid does not change the hash (or rerun) other jobs.
@@ -28,6 +29,7 @@ from ..data.loaders import Context
 from ..data.registry import get_spec
 from ..holdout import holdout_fraction
 from ..privacy import CONVERSIONS
+from .job_split import split_groups
 from .jobspec import job_description, job_members, trajectories  # noqa: F401 (the plan's API)
 from .labels import config_hash, eps_label, seed_chunks, seed_list  # noqa: F401 (the plan's API)
 from .schema import SCHEMA_PATH, fill_defaults
@@ -218,8 +220,10 @@ def curve_epsilons(cfg: dict) -> list[str]:
     return sorted({eps_label(e) for e in eps if e is not None}, key=float)
 
 
-def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: bool = True) -> Plan:
-    """Expand a validated config into the job list (see module docstring).
+def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: bool = True,
+           slots: int | None = None) -> Plan:
+    """Expand a validated config into the job list (see module docstring); ``slots``: the job slots the
+    jobs are sized for under ``job_split: auto`` (the workflow's --cores, or a cluster's --jobs; None: no split).
 
     ``cfg`` is normally :func:`dpnewton.pipeline.config.load_config`'s; a config that was not loaded
     gets the schema defaults in a copy (``Plan.config``), while the protocol's config hash is over
@@ -313,7 +317,9 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
             if precision != "float64":
                 spec["precision"] = precision
             jobs.append(Job(ds, alg, conv, e, label, spec))
-    jobs = group_jobs(share_trajectories(jobs, algos, registry), registry, by_algorithm=grouping == "algorithm")
+    split = cfg.get("job_split", "auto")              # no schema default on purpose (absent = auto)
+    jobs = group_jobs(share_trajectories(jobs, algos, registry), registry, by_algorithm=grouping == "algorithm",
+                      split=split, slots=slots)
     return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout, precision=precision,
                 given=given)
 
@@ -353,36 +359,45 @@ def share_trajectories(jobs: list[Job], algos: dict[str, dict], registry) -> lis
 GROUP_SHARED = ("dataset", "dataset_options", "base_algorithm", "delta", "seeds", "holdout", "precision")
 
 
-def group_jobs(jobs: list[Job], registry, by_algorithm: bool = False) -> list[Job]:
+def group_jobs(jobs: list[Job], registry, by_algorithm: bool = False, split="wide", slots: int | None = None
+               ) -> list[Job]:
     """The jobs of one dataset, seed chunk and registered algorithm become one job, whatever their
     configurations, conversions and epsilons, when its card is ``lockstep`` (batched, one configuration
     per run: the group's runs step together in one batch, :func:`dpnewton.experiment.run_groups`) or when
     ``by_algorithm`` (the config's ``job_grouping: algorithm``; a card that is not lockstep runs the
-    group's trajectories one after another, each as the batch its own job would run). The group is named
-    by its first job (config order, primary conversion first) and placed where it was. Its spec keeps
-    :data:`GROUP_SHARED` and lists every configuration x conversion x epsilon as a member
-    (``spec['members']``, keyed ``<configuration>/<conversion>/eps~<epsilon>``; :func:`job_members`), each
-    with its own T grid and extension rule; ``curves_max_points`` is the members' largest (whether the job
-    stores curves). Each run keeps its own configuration, budget and generator, so its noise is that of a
-    job of its own. A group of one job keeps its spec and hash."""
+    group's trajectories one after another, each as the batch its own job would run): :func:`job_groups`,
+    split as ``job_split: split`` asks on ``slots`` job slots (:func:`.job_split.split_groups`), each part
+    made one job by :func:`merged_job`."""
+    return [merged_job(group) for group in split_groups(job_groups(jobs, registry, by_algorithm), split, slots)]
+
+
+def job_groups(jobs: list[Job], registry, by_algorithm: bool = False) -> list[list[Job]]:
+    """The groups of :func:`group_jobs`, each in config order (primary conversion first), in the place of its
+    first job; a job that is not grouped is a group of its own."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
         base = job.spec["base_algorithm"]
         grouped = by_algorithm or (base in registry and registry[base].lockstep)
         groups.setdefault((job.dataset, job.chunk, base) if grouped else (job.key,), []).append(job)
-    out = []
-    for group in groups.values():
-        if len(group) == 1:
-            out.append(group[0])
-            continue
-        owner = group[0]
-        members = {f"{m['algorithm']}/{m['conversion']}/eps~{m['eps_label']}": m
-                   for job in group for m in job_members(job.spec).values()}
-        spec = {k: owner.spec[k] for k in GROUP_SHARED if k in owner.spec}
-        spec.update(algorithm=owner.algorithm, grouped=True, members=members,
-                    curves_max_points=max(m["curves_max_points"] for m in members.values()))
-        out.append(Job(owner.dataset, owner.algorithm, owner.conversion, owner.eps, owner.chunk, spec))
-    return out
+    return list(groups.values())
+
+
+def merged_job(group: list[Job]) -> Job:
+    """One job running every job of ``group``, named by its first job. Its spec keeps :data:`GROUP_SHARED`
+    and lists every configuration x conversion x epsilon as a member (``spec['members']``, keyed
+    ``<configuration>/<conversion>/eps~<epsilon>``; :func:`job_members`), each with its own T grid and
+    extension rule; ``curves_max_points`` is the members' largest (whether the job stores curves). Each run
+    keeps its own configuration, budget and generator, so its noise is that of a job of its own. A group of
+    one job is that job (its spec and hash)."""
+    if len(group) == 1:
+        return group[0]
+    owner = group[0]
+    members = {f"{m['algorithm']}/{m['conversion']}/eps~{m['eps_label']}": m
+               for job in group for m in job_members(job.spec).values()}
+    spec = {k: owner.spec[k] for k in GROUP_SHARED if k in owner.spec}
+    spec.update(algorithm=owner.algorithm, grouped=True, members=members,
+                curves_max_points=max(m["curves_max_points"] for m in members.values()))
+    return Job(owner.dataset, owner.algorithm, owner.conversion, owner.eps, owner.chunk, spec)
 
 
 def protocol_summary(plan: Plan) -> dict:

@@ -17,7 +17,8 @@ import math
 from ..data import DatasetError
 from ..data.registry import get_spec
 from .frontier import pass_equivalents
-from .plan import job_members, trajectories
+from .jobspec import job_members, trajectories
+from .schedule_model import Task, simulate
 
 #: (n, d) of a dataset whose size neither its options nor the registry give (``custom``): the
 #: synthetic dataset's default size
@@ -137,20 +138,22 @@ SECONDS_PER_COST = 2.24e-11
 
 
 def estimated_seconds(spec: dict) -> float:
-    """A rough wall-time estimate of the job: :data:`JOB_START_S` + :data:`SECONDS_PER_COST` x
-    :func:`estimated_cost`. The cost model orders jobs; as a duration it is a guide (a factor of about
-    2 either way per job), enough to tell minutes from hours before a run."""
-    return JOB_START_S + SECONDS_PER_COST * estimated_cost(spec)
+    """A rough wall-time estimate of the job: :func:`cost_seconds` of its :func:`estimated_cost`. The cost
+    model orders jobs; as a duration it is a guide (a factor of about 2 either way per job), enough to tell
+    minutes from hours before a run."""
+    return cost_seconds(estimated_cost(spec))
+
+
+def cost_seconds(cost: float) -> float:
+    """Estimated seconds of a job of cost ``cost``: :data:`JOB_START_S` + :data:`SECONDS_PER_COST` x ``cost``."""
+    return JOB_START_S + SECONDS_PER_COST * cost
 
 
 def makespan(seconds: list[float], cores: int) -> float:
-    """The length of a run of jobs of the given durations on ``cores`` cores, longest first (the order
-    :func:`priority` gives), each job on the core that frees first (one core per job)."""
-    ends = [0.0] * max(1, int(cores))
-    for s in sorted(seconds, reverse=True):
-        i = ends.index(min(ends))
-        ends[i] += s
-    return max(ends)
+    """The length of a run of independent one-core jobs of the given durations on ``cores`` cores, longest
+    first (the order :func:`priority` gives; :func:`dpnewton.pipeline.schedule_model.simulate`)."""
+    tasks = [Task(str(i), s, priority=s) for i, s in enumerate(seconds)]
+    return simulate(tasks, max(1, int(cores))).makespan
 
 
 def _duration(seconds: float) -> str:
@@ -165,7 +168,7 @@ def plan_lines(plan, cores: int | None, done=lambda job: False, unit: str = "cor
     """What a run of ``plan`` will do, for the console before the first job (and in a dry run): the
     datasets dropped and why (the plan's warnings), the optimizer jobs, and the estimated duration of
     those not ``done`` on ``cores`` (1 when not given; ``unit`` names them: a cluster run's job slots)
-    by :func:`estimated_seconds` and :func:`makespan`."""
+    by :func:`estimated_seconds` and :func:`makespan`, with the longest job's."""
     lines = [f"WARNING: {w}" for w in plan.warnings]
     pending = [j for j in plan.jobs if not done(j)]
     seconds = [estimated_seconds(j.spec) for j in pending]
@@ -177,6 +180,7 @@ def plan_lines(plan, cores: int | None, done=lambda job: False, unit: str = "cor
     else:
         lines.append(f"optimizer jobs: {len(pending)} to run of {len(plan.jobs)}; estimated "
                      f"{_duration(makespan(seconds, cores or 1))} {on} "
-                     f"({_duration(sum(seconds))} summed; the scheduler's cost model, a rough guide; "
+                     f"({_duration(sum(seconds))} summed, longest job {_duration(max(seconds))}; "
+                     f"the scheduler's cost model, a rough guide; "
                      f"tracks, timing stage and figures not counted)")
     return lines
