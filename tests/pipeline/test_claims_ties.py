@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from dpnewton.pipeline import significance as W
 from dpnewton.pipeline.claims import summary as S
 from dpnewton.pipeline.claims import ties as T
 
@@ -19,8 +20,20 @@ def test_welch_p_matches_the_t_test_on_raw_samples():
     a, b = rng.normal(1.0, 0.3, 4), rng.normal(1.5, 0.6, 4)
     se = lambda x: x.std(ddof=1) / np.sqrt(len(x))  # noqa: E731
     want = stats.ttest_ind(a, b, equal_var=False).pvalue
-    assert T.welch_p(a.mean(), se(a), 4, b.mean(), se(b), 4) == pytest.approx(want, rel=1e-10)
-    assert T.welch_p(1.0, 0.1, 4, 1.0, 0.2, 4) == 1.0 and T.welch_p(1.0, 0.0, 4, 2.0, 0.0, 4) == 0.0
+    assert W.welch_p(a.mean(), se(a), 4, b.mean(), se(b), 4) == pytest.approx(want, rel=1e-10)
+    assert W.welch_p(1.0, 0.1, 4, 1.0, 0.2, 4) == 1.0 and W.welch_p(1.0, 0.0, 4, 2.0, 0.0, 4) == 0.0
+
+
+def test_tie_sets_use_the_neutral_modules_test_on_raw_samples():
+    """mark_ties's p-values are Welch's t-test on the raw seeds behind each (mean, s.e., n) row, and the
+    rule and its level are stated once (dpnewton.pipeline.significance)."""
+    rng = np.random.default_rng(1)
+    samples = [rng.normal(mu, sd, 5) for mu, sd in ((1.0, 0.2), (1.1, 0.3), (2.0, 0.1))]
+    m = T.mark_ties(cell([x.mean() for x in samples], [x.std(ddof=1) / np.sqrt(5) for x in samples]).assign(n_seeds=5))
+    want = [stats.ttest_ind(samples[0], x, equal_var=False).pvalue for x in samples[1:]]
+    assert m["p_value"].iloc[0] == 1.0 and m["p_value"].iloc[1:].tolist() == pytest.approx(want, rel=1e-10)
+    assert m["tied"].tolist() == [True, True, False] and want[0] >= W.ALPHA > want[1]
+    assert T.welch_p is W.welch_p and T.ALPHA is W.ALPHA and S.TIE_RULE is W.TIE_RULE
 
 
 def cell(means, ses, names=None):

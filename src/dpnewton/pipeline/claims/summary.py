@@ -20,10 +20,11 @@ import pandas as pd
 from ...io import atomic_path, atomic_write_text, read_csv
 import yaml
 from ..frontier import SECOND_ORDER
+from ..significance import ALPHA, TIE_RULE
 from .cells import is_paper_method
 from .headline import HEADING, floor_line, sync_readme, verdict_line
 from .tie_columns import with_tie_columns
-from .ties import ALPHA, TIE_RULE, config_ties, family_ties, mark_ties, tie_counts, tie_sets
+from .ties import config_ties, family_ties, mark_ties, tie_counts, tie_sets
 from .tuning_tracks import NEAR_ORACLE, label_variants, not_better_than_trivial
 from .verdict import NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
@@ -198,7 +199,7 @@ TIES_HEADING = "## Tie sets per cell"
 
 def tie_section(best: pd.DataFrame, conversion: str) -> list[str]:
     """Per (dataset, epsilon): the lowest mean (its configuration and T) and the method families within noise
-    of it (:data:`~.ties.TIE_RULE`), with how many configurations tie."""
+    of it (:data:`~dpnewton.pipeline.significance.TIE_RULE`), with how many configurations tie."""
     configs = config_ties(best, conversion)
     if not len(configs):
         return []
@@ -224,7 +225,7 @@ def overall(verdicts: pd.Series) -> str:
 
 def claim_rows(verdicts: pd.DataFrame, best: pd.DataFrame, conversion: str, setting: str = "a") -> list[tuple]:
     """(claim, verdict, one number) per claim of ``setting``; C1's number counts the cells where the paper's
-    Newton methods (released defaults) tie with DP-GD under :data:`~.ties.TIE_RULE`."""
+    Newton methods (released defaults) tie with DP-GD under :data:`~dpnewton.pipeline.significance.TIE_RULE`."""
     rows = []
     for claim, g in verdicts[verdicts["setting"] == setting].groupby("claim", sort=True):
         number = f"{int((g['verdict'] == REPRODUCED).sum())} of {len(g)} datasets reproduced"
