@@ -33,7 +33,7 @@ def test_tie_sets_use_the_neutral_modules_test_on_raw_samples():
     want = [stats.ttest_ind(samples[0], x, equal_var=False).pvalue for x in samples[1:]]
     assert m["p_value"].iloc[0] == 1.0 and m["p_value"].iloc[1:].tolist() == pytest.approx(want, rel=1e-10)
     assert m["tied"].tolist() == [True, True, False] and want[0] >= W.ALPHA > want[1]
-    assert T.welch_p is W.welch_p and T.ALPHA is W.ALPHA and S.TIE_RULE is W.TIE_RULE
+    assert T.welch_p is W.welch_p and T.ALPHA is W.ALPHA and S.STATED is W.STATED
 
 
 def cell(means, ses, names=None):
@@ -103,3 +103,15 @@ def test_tie_section_names_the_lowest_and_the_families_within_noise():
     assert S.rewrite_report(once, ["## In short", "", "new", ""], ["| t |"], L) == once
     positions = [once.index(h) for h in ("## Contents", "## In short", S.TIES_HEADING, "## Settings")]
     assert positions == sorted(positions)
+
+
+def test_rank_note_is_left_out_where_a_section_states_the_tie_rule():
+    """The note "the lowest mean, with no test against seed noise" goes under every ranked section but one
+    that opens by stating the tie rule (the winner by compute budget with standard errors)."""
+    body = "\n".join(["## Winner by compute budget (x)", "", W.STATED, "", "| a |", "",
+                      "## Beyond the paper (y)", "", "text", "",
+                      "## Ranking on equal accounting terms (z)", "", S.RANK_NOTE, "", "text", ""])
+    out = S._note_rankings(body)
+    assert out.count(S.RANK_NOTE) == 2 and f"(x)\n\n{W.STATED}" in out and f"(y)\n\n{S.RANK_NOTE}\n\ntext" in out
+    untested = body.replace(W.STATED, "The frontier table has no standard errors over seeds.")
+    assert f"(x)\n\n{S.RANK_NOTE}\n\nThe frontier" in S._note_rankings(untested)

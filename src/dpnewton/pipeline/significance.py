@@ -18,6 +18,8 @@ from scipy import stats
 ALPHA = 0.05
 TIE_RULE = (f"a method ties with the lowest mean when Welch's t-test on the two means (standard errors over "
             f"seeds; no per-seed values are published) gives a two-sided p >= {ALPHA:g}")
+#: the sentence a report section states the rule with (a ranked section that states it tests its ranking)
+STATED = f"Tie rule: {TIE_RULE}."
 
 
 def welch_p(mean_a, se_a, n_a, mean_b, se_b, n_b) -> float:
