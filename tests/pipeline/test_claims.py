@@ -497,9 +497,9 @@ def test_table1_cells_use_c2s_degeneracy_rule():
                               "1 cells, range 3.00-3.00x, 0 in [10, 40]x -> partly")
 
 
-def _frontier(values: dict) -> pd.DataFrame:
+def _frontier(values: dict, se: float = float("nan")) -> pd.DataFrame:
     """The written frontier table of one cell (s, bs16, eps 1) from {method: [loss at each budget]}, budgets
-    1, 10, 100 in both measures."""
+    1, 10, 100 in both measures, every point with s.e. ``se`` over 4 seeds (NaN: none, as in an old table)."""
     from dpnewton.pipeline.frontier import COLUMNS, role
 
     rows = []
@@ -508,8 +508,9 @@ def _frontier(values: dict) -> pd.DataFrame:
             rec = {"dataset": "s", "conversion": "bs16", "epsilon": 1.0, "method": method, "role": role(method),
                    "configurations": 1, "budget_index": k}
             for m in ("passes", "runtime"):
-                rec.update({f"{m}_budget": 10.0 ** k, f"{m}_best_excess_loss": loss, f"{m}_best_algorithm": method,
-                            f"{m}_best_T": 1, f"{m}_best_cost": 1.0, f"{m}_costed": 1, f"{m}_note": ""})
+                rec.update({f"{m}_budget": 10.0 ** k, f"{m}_best_excess_loss": loss, f"{m}_best_excess_loss_se": se,
+                            f"{m}_best_n_seeds": 4, f"{m}_best_algorithm": method, f"{m}_best_T": 1,
+                            f"{m}_best_cost": 1.0, f"{m}_costed": 1, f"{m}_note": ""})
             rows.append(rec)
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -517,18 +518,32 @@ def _frontier(values: dict) -> pd.DataFrame:
 def test_budget_winner_lists_every_second_order_winner():
     from dpnewton.pipeline.claims.evaluation import budget_winner
 
-    # budget 1: hess-clip best; 10: precond-dp-gd; 100: dp-gd overtakes
-    f = _frontier({"dp-gd": [0.5, 0.3, 0.1], "hess-clip": [0.3, 0.25, 0.2], "precond-dp-gd": [0.4, 0.2, 0.15]})
-    bw = budget_winner(f, "bs16").set_index("measure")
+    # budget 1: hess-clip best; 10: precond-dp-gd; 100: dp-gd; 0.05 or more apart at s.e. 0.001: all significant
+    losses = {"dp-gd": [0.5, 0.3, 0.1], "hess-clip": [0.3, 0.25, 0.2], "precond-dp-gd": [0.4, 0.2, 0.15]}
+    bw = budget_winner(_frontier(losses, 0.001), "bs16").set_index("measure")
     assert bw.loc["passes", "second_order_winners"] == ("hess-clip", "precond-dp-gd")
     assert bw.loc["passes", "second_order_winner"] == "hess-clip" and bw.loc["passes", "crossover_budget"] == 100.0
-    assert bw.loc["passes", "reading"] == ("second order best at 2/3 budgets in [1, 10] passes (by hess-clip, then "
-                                           "precond-dp-gd); dp-gd overtakes at 100 passes")
-    # an exact tie goes to the first-order method, as in the crossover: no second-order winner
-    f = _frontier({"dp-gd": [0.3, 0.2, 0.1], "hess-clip": [0.3, 0.2, 0.1]})
-    bw = budget_winner(f, "bs16")
-    assert (bw["second_order_winners"] == ()).all() and (bw["reading"] == "a first-order method is best at every "
-                                                                            "budget").all()
+    assert bw.loc["passes", "reading"] == ("second order significantly best at 2/3 budgets in [1, 10] passes (by "
+                                           "hess-clip, then precond-dp-gd), tied at 0, first order at 1; crossover at "
+                                           "100 passes (dp-gd significantly best)")
+    # the same means at s.e. 0.2: within seed noise everywhere, a tie at every budget and no winner
+    bw = budget_winner(_frontier(losses, 0.2), "bs16").set_index("measure")
+    assert bw.loc["passes", "second_order_winners"] == () and bw.loc["passes", "tied_budgets"] == 3
+    assert bw.loc["passes", "reading"] == ("second order significantly best at 0/3 budgets, tied at 3 in [1, 100] "
+                                           "passes, first order at 0; no crossover within the grid")
+    # without s.e. (a table written before the frontier carried them): the lowest mean, labelled untested
+    bw = budget_winner(_frontier(losses), "bs16").set_index("measure")
+    assert bw.loc["passes", "second_order_winners"] == ("hess-clip", "precond-dp-gd")
+    assert bw.loc["passes", "reading"] == ("untested (no s.e. over seeds in the frontier table): second order lowest "
+                                           "at 2/3 budgets in [1, 10] passes (by hess-clip, then precond-dp-gd), first "
+                                           "order at 1; crossover at 100 passes (dp-gd lowest)")
+    # an exact tie: a tie under the tie rule; untested, it goes to the first-order method
+    f = {"dp-gd": [0.3, 0.2, 0.1], "hess-clip": [0.3, 0.2, 0.1]}
+    assert (budget_winner(_frontier(f, 0.01), "bs16")["tied_budgets"] == 3).all()
+    bw = budget_winner(_frontier(f), "bs16")
+    assert (bw["second_order_winners"] == ()).all()
+    assert (bw["reading"] == "untested (no s.e. over seeds in the frontier table): first order lowest at 3/3 "
+                             "budgets").all()
 
 
 def test_settings_state_the_tuning_budget_and_the_inference():

@@ -60,35 +60,51 @@ def test_best_lines_count_cells_and_each_sides_second_order():
     assert "over 4 cells." in text and "mechanism" not in text
 
 
+def crossover_row(dataset, epsilon, measure, won=(), first=0, tied=0, **kw) -> dict:
+    """A crossover row of 8 budgets, every one tested unless ``kw`` says otherwise: ``won`` second-order
+    budgets (``second_order_winners`` from ``kw``), ``tied`` ties, ``first`` first-order wins."""
+    nan = np.nan
+    row = dict(dataset=dataset, conversion="bs16", epsilon=epsilon, measure=measure, budgets=8,
+               second_order_budgets=len(won), tied_budgets=tied, first_order_budgets=first,
+               tested_budgets=len(won) + tied + first, untested_budgets=0, second_order_from=nan, second_order_to=nan,
+               second_order_winner=won[0] if won else "", tied_from=nan, tied_to=nan, crossover_budget=nan,
+               first_order_winner="", note="", second_order_winners=tuple(dict.fromkeys(won)))
+    return {**row, **kw}
+
+
 def test_budget_lines_count_the_papers_and_this_projects_methods_apart():
-    rows = [dict(dataset="a1a", conversion="bs16", epsilon=10.0, measure="passes", budgets=8, second_order_budgets=3,
-                 second_order_from=10.0, second_order_to=100.0, second_order_winner="precond-dp-gd",
-                 crossover_budget=300.0, first_order_winner="dp-gd", note="",
-                 second_order_winners=("precond-dp-gd", "hess-clip")),
-            dict(dataset="s", conversion="bs16", epsilon=1.0, measure="passes", budgets=8, second_order_budgets=0,
-                 second_order_from=np.nan, second_order_to=np.nan, second_order_winner="", crossover_budget=np.nan,
-                 first_order_winner="", note="a first-order method is best at every budget",
-                 second_order_winners=()),
-            dict(dataset="s", conversion="bs16", epsilon=10.0, measure="passes", budgets=8, second_order_budgets=2,
-                 second_order_from=1.0, second_order_to=3.0, second_order_winner="precond-dp-gd",
-                 crossover_budget=10.0, first_order_winner="dp-gd", note="", second_order_winners=("precond-dp-gd",)),
-            dict(dataset="s", conversion="bs16", epsilon=1.0, measure="runtime_s", budgets=8, second_order_budgets=8,
-                 second_order_from=0.01, second_order_to=10.0, second_order_winner="qu-clip",
-                 crossover_budget=np.nan, first_order_winner="", note="", second_order_winners=("qu-clip",))]
-    lines = hl.budget_lines(pd.DataFrame(rows, columns=CROSSOVER_COLUMNS + ["second_order_winners"]),
-                            ("precond-dp-gd", "dp-gd", "qu-clip", "hess-clip", "aop"))
+    rows = [crossover_row("a1a", 10.0, "passes", ("precond-dp-gd", "hess-clip", "hess-clip"), 3, 2,
+                          second_order_from=10.0, second_order_to=100.0, tied_from=200.0, tied_to=250.0,
+                          crossover_budget=300.0, first_order_winner="dp-gd"),
+            crossover_row("s", 1.0, "passes", first=8),
+            # ties, no second-order win: counted as a tie, not as a win
+            crossover_row("s", 10.0, "passes", first=5, tied=3, tied_from=1.0, tied_to=3.0, crossover_budget=10.0,
+                          first_order_winner="dp-gd"),
+            crossover_row("s", 1.0, "runtime_s", ("qu-clip",) * 8, second_order_from=0.01, second_order_to=10.0)]
+    frame = pd.DataFrame(rows, columns=CROSSOVER_COLUMNS + ["second_order_winners"])
+    lines = hl.budget_lines(frame, ("precond-dp-gd", "dp-gd", "qu-clip", "hess-clip", "aop"))
     paper = "a paper second-order method (hess-clip, qu-clip)"
     assert lines == [
-        f"* **Winner by compute budget** (gradient passes): {paper} is best at some budget in 1 of 3 cells, "
-        "precond-dp-gd (this project's) in 2 (a1a@10: precond-dp-gd, hess-clip from 10 passes until dp-gd overtakes "
-        "at 300; s@10: precond-dp-gd from 1 passes until dp-gd overtakes at 10).",
-        f"* **Winner by compute budget** (runtime): {paper} is best at some budget in 1 of 1 cells, precond-dp-gd "
-        "(this project's) in 0 (s@1: qu-clip from 0.01 s to the largest budget)."]
+        f"* **Winner by compute budget** (gradient passes): {paper} is significantly best at some budget in 1 of 3 "
+        "cells, precond-dp-gd (this project's) in 1, the roles tie at some budget in 2 (a1a@10: precond-dp-gd, "
+        "hess-clip significantly best from 10 passes, tied from 200 passes, crossover at 300 passes (dp-gd); s@10: "
+        "tied from 1 passes, crossover at 10 passes (dp-gd)).",
+        f"* **Winner by compute budget** (runtime): {paper} is significantly best at some budget in 1 of 1 cells, "
+        "precond-dp-gd (this project's) in 0, the roles tie at some budget in 0 (s@1: qu-clip significantly best "
+        "from 0.01 s, no crossover within the grid)."]
     # a crossover table without the winners column: the winner at the first budget stands for the cell
     old = pd.DataFrame(rows, columns=CROSSOVER_COLUMNS)
     assert hl.budget_lines(old, ("precond-dp-gd", "hess-clip"))[0].startswith(
-        "* **Winner by compute budget** (gradient passes): a paper second-order method (hess-clip) is best at some "
-        "budget in 0 of 3 cells, precond-dp-gd (this project's) in 2 (a1a@10: precond-dp-gd from 10 passes")
+        "* **Winner by compute budget** (gradient passes): a paper second-order method (hess-clip) is significantly "
+        "best at some budget in 0 of 3 cells, precond-dp-gd (this project's) in 1, the roles tie at some budget in 2 "
+        "(a1a@10: precond-dp-gd significantly best from 10 passes")
+    # a frontier table without standard errors: every budget untested, read by the lowest mean and labelled
+    plain = frame.assign(tested_budgets=0, untested_budgets=8, tied_budgets=0)
+    lines = hl.budget_lines(plain, ("dp-gd", "hess-clip"))
+    assert lines[0].startswith("* **Winner by compute budget** (gradient passes, untested (no s.e. over seeds in "
+                               "the frontier table)): a paper second-order method (hess-clip) is lowest at some "
+                               "budget in 1 of 3 cells (a1a@10: precond-dp-gd, hess-clip lowest from 10 passes, "
+                               "crossover at 300 passes (dp-gd)).")
 
 
 def test_tracks_lines_winners_and_selection_ratio():

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from dpnewton.pipeline import significance as W
 from dpnewton.pipeline.claims import summary as S
 from dpnewton.pipeline.claims import ties as T
 
@@ -19,8 +20,20 @@ def test_welch_p_matches_the_t_test_on_raw_samples():
     a, b = rng.normal(1.0, 0.3, 4), rng.normal(1.5, 0.6, 4)
     se = lambda x: x.std(ddof=1) / np.sqrt(len(x))  # noqa: E731
     want = stats.ttest_ind(a, b, equal_var=False).pvalue
-    assert T.welch_p(a.mean(), se(a), 4, b.mean(), se(b), 4) == pytest.approx(want, rel=1e-10)
-    assert T.welch_p(1.0, 0.1, 4, 1.0, 0.2, 4) == 1.0 and T.welch_p(1.0, 0.0, 4, 2.0, 0.0, 4) == 0.0
+    assert W.welch_p(a.mean(), se(a), 4, b.mean(), se(b), 4) == pytest.approx(want, rel=1e-10)
+    assert W.welch_p(1.0, 0.1, 4, 1.0, 0.2, 4) == 1.0 and W.welch_p(1.0, 0.0, 4, 2.0, 0.0, 4) == 0.0
+
+
+def test_tie_sets_use_the_neutral_modules_test_on_raw_samples():
+    """mark_ties's p-values are Welch's t-test on the raw seeds behind each (mean, s.e., n) row, and the
+    rule and its level are stated once (dpnewton.pipeline.significance)."""
+    rng = np.random.default_rng(1)
+    samples = [rng.normal(mu, sd, 5) for mu, sd in ((1.0, 0.2), (1.1, 0.3), (2.0, 0.1))]
+    m = T.mark_ties(cell([x.mean() for x in samples], [x.std(ddof=1) / np.sqrt(5) for x in samples]).assign(n_seeds=5))
+    want = [stats.ttest_ind(samples[0], x, equal_var=False).pvalue for x in samples[1:]]
+    assert m["p_value"].iloc[0] == 1.0 and m["p_value"].iloc[1:].tolist() == pytest.approx(want, rel=1e-10)
+    assert m["tied"].tolist() == [True, True, False] and want[0] >= W.ALPHA > want[1]
+    assert T.welch_p is W.welch_p and T.ALPHA is W.ALPHA and S.STATED is W.STATED
 
 
 def cell(means, ses, names=None):
@@ -90,3 +103,15 @@ def test_tie_section_names_the_lowest_and_the_families_within_noise():
     assert S.rewrite_report(once, ["## In short", "", "new", ""], ["| t |"], L) == once
     positions = [once.index(h) for h in ("## Contents", "## In short", S.TIES_HEADING, "## Settings")]
     assert positions == sorted(positions)
+
+
+def test_rank_note_is_left_out_where_a_section_states_the_tie_rule():
+    """The note "the lowest mean, with no test against seed noise" goes under every ranked section but one
+    that opens by stating the tie rule (the winner by compute budget with standard errors)."""
+    body = "\n".join(["## Winner by compute budget (x)", "", W.STATED, "", "| a |", "",
+                      "## Beyond the paper (y)", "", "text", "",
+                      "## Ranking on equal accounting terms (z)", "", S.RANK_NOTE, "", "text", ""])
+    out = S._note_rankings(body)
+    assert out.count(S.RANK_NOTE) == 2 and f"(x)\n\n{W.STATED}" in out and f"(y)\n\n{S.RANK_NOTE}\n\ntext" in out
+    untested = body.replace(W.STATED, "The frontier table has no standard errors over seeds.")
+    assert f"(x)\n\n{S.RANK_NOTE}\n\nThe frontier" in S._note_rankings(untested)

@@ -1,5 +1,5 @@
 """Compute-budget frontier (dpnewton.pipeline.frontier): known answers on hand-made tables, the
-pass-equivalent accounting, the crossover rule, and one tiny pipeline run (the session's reference
+pass-equivalent accounting, the crossover rule and its tie rule, and one tiny pipeline run (the session's reference
 run of tests/workflow/test_determinism.py) that produces the table and Figure 6."""
 
 from __future__ import annotations
@@ -8,9 +8,12 @@ import math
 import shutil
 import subprocess
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from dpnewton.algorithms import ALGORITHMS, ROLES
 from dpnewton.algorithms import costs as C
@@ -20,6 +23,7 @@ N, D = 1000, 10
 #: hess-clip's passes per update at (N, D): 1 + G + E
 HESS = 1.0 + C.GRAM_PER_D * D + C.EIGH_PER_D2_OVER_N * D * D / N
 INF = float("inf")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def summary() -> pd.DataFrame:
@@ -133,6 +137,27 @@ def test_table_is_wide_monotone_and_round_trips():
     assert list(long.columns) == F.LONG_COLUMNS and len(long) == 2 * len(table)
 
 
+def test_frontier_point_carries_its_se_and_seed_count():
+    """The s.e. and seed count are those of the (configuration, T) that attains the frontier value."""
+    s = summary()
+    s = s.assign(excess_loss_se=np.arange(len(s)) / 100.0, n_seeds=np.arange(len(s)) + 2)
+    budgets = {("s", "passes"): [1.0, 4.0], ("s", "runtime_s"): [0.5]}
+    long = F.frontier_long(s, {"s": (N, D)}, COSTS, budgets)
+    r = value(long, "passes", "dp-gd", 4.0)  # dp-gd-s16 at T=4: row 5 of the summary
+    assert (r["best_algorithm"], r["best_T"], r["best_excess_loss_se"], r["best_n_seeds"]) == ("dp-gd-s16", 4, 0.05, 7)
+    r = value(long, "passes", "dp-gd", 1.0)  # dp-gd at T=1: row 0
+    assert (r["best_excess_loss_se"], r["best_n_seeds"]) == (0.0, 2)
+    r = value(long, "runtime_s", "dp-gd", 0.5)  # nothing within the budget: no s.e., no seed count
+    assert math.isnan(r["best_excess_loss_se"]) and pd.isna(r["best_n_seeds"])
+    table = F.frontier_table(s, {"s": (N, D)}, COSTS)
+    assert str(table["passes_best_n_seeds"].dtype) == "Int64" and table["passes_best_excess_loss_se"].notna().any()
+    # a summary without them (and a table written before the frontier carried them) reads as NaN
+    old = F.frontier_table(summary(), {"s": (N, D)}, COSTS)
+    assert old["passes_best_excess_loss_se"].isna().all() and old["passes_best_n_seeds"].isna().all()
+    long = F.to_long(old.drop(columns=[F.PREFIX[m] + c for m in F.MEASURES for c in F.SPREAD]))
+    assert list(long.columns) == F.LONG_COLUMNS and long["best_excess_loss_se"].isna().all()
+
+
 def test_budget_grid():
     g = F.budget_grid([2.0, float("nan"), 0.0, 200.0, float("inf")], 3)
     assert g == pytest.approx([2.0, 20.0, 200.0])
@@ -161,16 +186,23 @@ def test_pass_equivalents():
     assert C.GRAM_PER_D * 50 > 1
 
 
-def long_frontier(values: dict, budgets=(1.0, 2.0, 4.0, 8.0), measure="passes") -> pd.DataFrame:
+def long_frontier(values: dict, budgets=(1.0, 2.0, 4.0, 8.0), measure="passes", se: dict | None = None,
+                  n_seeds: int = 4) -> pd.DataFrame:
+    """A long frontier from {(dataset, method): [mean at each budget]}; with ``se`` ({(dataset, method): s.e.
+    at every budget}) each point carries its s.e. and ``n_seeds``, without it neither (an old table)."""
     rows = []
     for (ds, method), vs in values.items():
         for k, (b, v) in enumerate(zip(budgets, vs)):
             rows.append({"dataset": ds, "conversion": "bs16", "epsilon": 1.0, "measure": measure, "budget_index": k,
                          "budget": b, "method": method, "role": F.role(method), "best_excess_loss": v})
+            if se is not None:
+                rows[-1].update(best_excess_loss_se=se[(ds, method)], best_n_seeds=n_seeds)
     return pd.DataFrame(rows)
 
 
-def test_crossover_rule():
+def test_crossover_rule_without_standard_errors():
+    """A frontier without s.e. (a table written before it carried them): each budget by the lowest mean
+    alone, untested; an exact tie goes to the first-order method."""
     nan = float("nan")
     fr = long_frontier({
         # cell a: second order best at 2 and 4, a tie at 8 goes to first order; the oracle is lower
@@ -187,28 +219,109 @@ def test_crossover_rule():
     a = x.loc["a"]
     assert (a["second_order_from"], a["second_order_to"], a["second_order_budgets"], a["budgets"]) == (2.0, 4.0, 2, 4)
     assert (a["second_order_winner"], a["crossover_budget"], a["first_order_winner"]) == ("hess-clip", 8.0, "dp-gd")
+    # budget 1 has no finite second-order loss: first order is best there without a test
+    assert (a["first_order_budgets"], a["tied_budgets"], a["tested_budgets"], a["untested_budgets"]) == (2, 0, 0, 3)
     b = x.loc["b"]
-    assert b["second_order_budgets"] == 0 and math.isnan(b["crossover_budget"]) and "first-order" in b["note"]
+    assert (b["second_order_budgets"], b["first_order_budgets"], b["untested_budgets"]) == (0, 4, 4)
+    assert math.isnan(b["crossover_budget"]) and b["note"] == ""
     c = x.loc["c"]
     assert (c["second_order_from"], c["second_order_to"], c["second_order_winner"]) == (4.0, 8.0, "hess-add")
-    assert math.isnan(c["crossover_budget"]) and "stays best" in c["note"]
+    assert math.isnan(c["crossover_budget"])
     assert x.loc["d"]["second_order_budgets"] == 0 and "no method" in x.loc["d"]["note"]
+    assert [F.untested(x.loc[k]) for k in "abcd"] == [True, True, True, False]
+
+
+def test_crossover_tie_rule_known_answers():
+    """Means that differ by far less than their s.e. tie (no role wins); by far more, the lower wins. Each
+    budget compares the lowest mean with the lowest of the other role, not with the runner-up of its own."""
+    fr = long_frontier({
+        # near: 0.01 apart, s.e. 0.05 (t = 0.14): a tie at both budgets, not a second-order win
+        ("near", "dp-gd"): [0.30, 0.20], ("near", "hess-clip"): [0.29, 0.19],
+        # far: 0.3 and 0.2 apart, s.e. 0.001: second order wins at 1, first order at 2 (the crossover)
+        ("far", "dp-gd"): [0.5, 0.1], ("far", "hess-clip"): [0.2, 0.3],
+        # own: qu-clip ties hess-clip (same role) but dp-gd is far above: second order wins
+        ("own", "dp-gd"): [0.3, 0.3], ("own", "hess-clip"): [0.10, 0.10], ("own", "qu-clip"): [0.11, 0.11],
+        # wide: 0.1 apart, but dp-gd's s.e. is 0.1 (t = 1): a tie; an exact tie of means is a tie too
+        ("wide", "dp-gd"): [0.2, 0.1], ("wide", "hess-clip"): [0.1, 0.1]},
+        budgets=(1.0, 2.0),
+        se={("near", "dp-gd"): 0.05, ("near", "hess-clip"): 0.05, ("far", "dp-gd"): 0.001,
+            ("far", "hess-clip"): 0.001, ("own", "dp-gd"): 0.001, ("own", "hess-clip"): 0.05,
+            ("own", "qu-clip"): 0.05, ("wide", "dp-gd"): 0.1, ("wide", "hess-clip"): 0.001})
+    o = F.budget_outcomes(fr).set_index(["dataset", "budget"])
+    assert o["outcome"].to_dict() == {
+        ("far", 1.0): "second-order", ("far", 2.0): "first-order", ("near", 1.0): "tie", ("near", 2.0): "tie",
+        ("own", 1.0): "second-order", ("own", 2.0): "second-order", ("wide", 1.0): "tie", ("wide", 2.0): "tie"}
+    assert o.loc[("own", 1.0), "rival"] == "dp-gd" and o.loc[("wide", 2.0), "p_value"] == 1.0
+    sd = 0.05 * math.sqrt(4)
+    want = stats.ttest_ind_from_stats(0.29, sd, 4, 0.30, sd, 4, equal_var=False).pvalue
+    assert o.loc[("near", 1.0), "p_value"] == pytest.approx(want) and want > 0.8
+    assert o["tested"].all() and (o.loc[("far", 1.0), "p_value"] < 1e-6)
+    x = F.crossover(fr).set_index("dataset")
+    near, far = x.loc["near"], x.loc["far"]
+    assert (near["second_order_budgets"], near["tied_budgets"], near["first_order_budgets"]) == (0, 2, 0)
+    assert (near["tied_from"], near["tied_to"], near["tested_budgets"]) == (1.0, 2.0, 2)
+    assert near["second_order_winner"] == "" and math.isnan(near["crossover_budget"])
+    assert (far["second_order_budgets"], far["tied_budgets"], far["first_order_budgets"]) == (1, 0, 1)
+    assert (far["second_order_winner"], far["crossover_budget"], far["first_order_winner"]) == ("hess-clip", 2.0,
+                                                                                                 "dp-gd")
+    assert not any(F.untested(x.loc[k]) for k in x.index)
+    # the same means without s.e.: the lowest mean wins everywhere, untested
+    plain = F.crossover(fr.drop(columns=F.SPREAD)).set_index("dataset")
+    assert (plain.loc["near", "second_order_budgets"], plain.loc["near", "tied_budgets"]) == (2, 0)
+    assert F.untested(plain.loc["near"]) and plain.loc["wide", "first_order_budgets"] == 1   # exact tie: first order
+
+
+def test_crossover_counts_a_point_without_se_as_untested():
+    """A point with no s.e. or a single seed cannot be tested: that budget is read by the lowest mean."""
+    from dpnewton.pipeline.claims.rules import winner_by_budget
+
+    fr = long_frontier({("s", "dp-gd"): [0.3, 0.1], ("s", "hess-clip"): [0.29, 0.2]}, budgets=(1.0, 2.0),
+                       se={("s", "dp-gd"): 0.001, ("s", "hess-clip"): 0.001})
+    fr.loc[(fr["method"] == "hess-clip") & (fr["budget"] == 1.0), "best_excess_loss_se"] = float("nan")
+    o = F.budget_outcomes(fr)
+    assert o["tested"].tolist() == [False, True] and o["outcome"].tolist() == ["second-order", "first-order"]
+    r = F.crossover(fr).iloc[0]
+    assert (r["tested_budgets"], r["untested_budgets"]) == (1, 1) and not F.untested(r)
+    assert winner_by_budget(r) == ("second order significantly best at 1/2 budgets in [1, 1] passes (by hess-clip), "
+                                   "tied at 0, first order at 1; crossover at 2 passes (dp-gd significantly best); 1 "
+                                   "of the 2 budgets untested (no s.e.: read by the lowest mean)")
+    one_seed = F.budget_outcomes(long_frontier({("s", "dp-gd"): [0.3], ("s", "hess-clip"): [0.2]}, budgets=(1.0,),
+                                               se={("s", "dp-gd"): 0.0, ("s", "hess-clip"): 0.0}, n_seeds=1))
+    assert not one_seed["tested"].iloc[0] and one_seed["outcome"].iloc[0] == "second-order"
+
+
+@pytest.mark.skipif(not (ROOT / "figures/claims/frontier.csv").exists(), reason="the published bundle is committed")
+def test_committed_frontier_without_se_reads_as_untested():
+    table = pd.read_csv(ROOT / "figures/claims/frontier.csv")
+    x = F.crossover(F.to_long(table))
+    assert len(x) and (x["tested_budgets"] == 0).all() and (x["tied_budgets"] == 0).all()
+    assert all(F.untested(r) or r["note"] for _, r in x.iterrows())
 
 
 def test_claims_section_from_frontier():
     from dpnewton.pipeline.claims.rankings import budget_section
     from dpnewton.pipeline.claims.rules import winner_by_budget
+    from dpnewton.pipeline.significance import STATED
 
-    x = F.crossover(long_frontier({("a", "dp-gd"): [0.5, 0.4, 0.3, 0.1],
-                                   ("a", "hess-clip"): [float("nan"), 0.3, 0.2, 0.1]}))
+    values = {("a", "dp-gd"): [0.5, 0.4, 0.3, 0.1], ("a", "hess-clip"): [float("nan"), 0.3, 0.2, 0.1]}
+    x = F.crossover(long_frontier(values))
     text = winner_by_budget(x.iloc[0])
-    assert text == ("second order best at 2/4 budgets in [2, 4] passes (by hess-clip); "
-                    "dp-gd overtakes at 8 passes")
-    lines = budget_section(x.assign(reading=[text]), ("dp-gd", "hess-clip", "damped-newton"))
+    assert text == ("untested (no s.e. over seeds in the frontier table): second order lowest at 2/4 budgets in "
+                    "[2, 4] passes (by hess-clip), first order at 2; crossover at 8 passes (dp-gd lowest)")
+    methods = ("dp-gd", "hess-clip", "damped-newton")
+    lines = budget_section(x.assign(reading=[text]), methods)
     assert lines[1].startswith("## Winner by compute budget") and lines[-1].endswith(f"| {text} |")
     assert ("second order = hess-clip; first order = dp-gd. damped-newton have non-private steps and none are"
             in lines[3])
+    assert "no standard errors over seeds" in lines[3] and STATED not in lines
     assert budget_section(None, ()) == [] and budget_section(x.iloc[:0], ()) == []
+    # with standard errors: 0.3 vs 0.4 and 0.2 vs 0.3 are far apart at s.e. 0.001, 0.1 vs 0.1 ties
+    x = F.crossover(long_frontier(values, se={("a", "dp-gd"): 0.001, ("a", "hess-clip"): 0.001}))
+    text = winner_by_budget(x.iloc[0])
+    assert text == ("second order significantly best at 2/4 budgets in [2, 4] passes (by hess-clip), tied at 1 in "
+                    "[8, 8] passes, first order at 1; no crossover within the grid")
+    lines = budget_section(x.assign(reading=[text]), methods)
+    assert lines[3] == STATED and "*significantly best* when p < 0.05" in lines[5]
 
 
 @pytest.mark.slow

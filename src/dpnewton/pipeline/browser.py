@@ -37,8 +37,9 @@ from ..algorithms import ALGORITHMS
 from ..io import atomic_write_text, read_csv, read_json, read_parquet
 from .browser_page import render
 from .claims.cells import base_of, is_reset
-from .claims.ties import TIE_RULE as TIES_RULE, mark_ties
+from .claims.ties import mark_ties
 from .frontier import role
+from .significance import TIE_RULE as TIES_RULE
 
 #: the tie rule in the page's words
 TIE_RULE = (TIES_RULE + "; configurations with a non-private step are not ranked")

@@ -6,7 +6,9 @@ configuration of the method (a *method* is a base algorithm; its configurations 
 algorithm entries with that base, e.g. tuned variants) and every T of the grid whose cost fits in
 B (cost <= B). A non-finite mean never wins; on equal means the cheaper (configuration, T) wins,
 then the configuration name. A budget below every cost gives NaN. Selecting T and the
-configuration by the true loss is **non-private** (as the paper's best-T protocol).
+configuration by the true loss is **non-private** (as the paper's best-T protocol). Each frontier point
+carries the standard error and the seed count of its (configuration, T) (the summary's
+``excess_loss_se`` and ``n_seeds``), for the tie rule of :func:`crossover`.
 
 Two cost measures (``measure``):
 
@@ -24,8 +26,9 @@ Newton's method with the exact Hessian, and its run records the Newton steps k i
 the table (:func:`one_shot_note`).
 
 :func:`crossover` reads the frontier table: per (dataset, conversion, epsilon, measure), the
-budgets where a private second-order method is best and the budget where a first-order method
-overtakes it.
+budgets where a private second-order method is significantly best, those where second and first order
+tie within seed noise (the tie rule, :mod:`dpnewton.pipeline.significance`), those where a first-order
+method is significantly best, and the crossover: the first budget where it becomes so.
 """
 
 from __future__ import annotations
@@ -38,22 +41,31 @@ import pandas as pd
 
 from ..algorithms import ALGORITHMS, get_algorithm, with_role
 from ..algorithms.costs import solve_passes
+from .significance import ALPHA, welch_p
 from .timing import lone_runtime
 
 MEASURES = ("runtime_s", "passes")
 MEASURE_LABELS = {"runtime_s": "runtime", "passes": "gradient passes"}
 N_BUDGETS = 13
 LONG_COLUMNS = ["dataset", "conversion", "epsilon", "measure", "budget_index", "budget", "method", "role",
-                "best_excess_loss", "best_algorithm", "best_T", "best_cost", "configurations", "costed", "note"]
+                "best_excess_loss", "best_excess_loss_se", "best_n_seeds", "best_algorithm", "best_T", "best_cost",
+                "configurations", "costed", "note"]
 #: the written table's columns per measure (its runtime columns all start with ``runtime_``: they are
 #: timings, not bit-reproducible, unlike everything else in the table)
 PREFIX = {"passes": "passes_", "runtime_s": "runtime_"}
-PER_MEASURE = ["budget", "best_excess_loss", "best_algorithm", "best_T", "best_cost", "costed", "note"]
+PER_MEASURE = ["budget", "best_excess_loss", "best_excess_loss_se", "best_n_seeds", "best_algorithm", "best_T",
+               "best_cost", "costed", "note"]
+#: what a frontier point is tested with (:func:`crossover`); a table written before it carried them has none
+SPREAD = ["best_excess_loss_se", "best_n_seeds"]
 KEYS = ["dataset", "conversion", "epsilon", "method", "role", "configurations", "budget_index"]
 COLUMNS = KEYS + [PREFIX[m] + c for m in ("passes", "runtime_s") for c in PER_MEASURE]
-CROSSOVER_COLUMNS = ["dataset", "conversion", "epsilon", "measure", "budgets", "second_order_budgets",
-                     "second_order_from", "second_order_to", "second_order_winner", "crossover_budget",
-                     "first_order_winner", "note"]
+CELL = ["dataset", "conversion", "epsilon", "measure"]
+#: the candidates of the winner by compute budget, by role (:func:`crossover`)
+CANDIDATES = ("second-order", "first-order")
+OUTCOME_COLUMNS = CELL + ["budget_index", "budget", "leader", "leader_role", "rival", "p_value", "outcome", "tested"]
+CROSSOVER_COLUMNS = CELL + ["budgets", "second_order_budgets", "tied_budgets", "first_order_budgets", "tested_budgets",
+                            "untested_budgets", "second_order_from", "second_order_to", "second_order_winner",
+                            "tied_from", "tied_to", "crossover_budget", "first_order_winner", "note"]
 
 
 def one_shot_note(method: str, measure: str) -> str:
@@ -146,15 +158,19 @@ def cost_table(summary: pd.DataFrame, dims: dict, costs: dict) -> pd.DataFrame:
 
 def frontier_at(group: pd.DataFrame, measure: str, budget: float) -> dict:
     """Best (configuration, T) of one method in one cell within ``budget``: cost <= budget, finite
-    mean, smallest mean; ties -> smaller cost, then configuration name, then smaller T."""
+    mean, smallest mean; ties -> smaller cost, then configuration name, then smaller T. With its s.e.
+    and seed count (``excess_loss_se``, ``n_seeds``; NaN / NA when the summary has none)."""
     cost = group[measure].to_numpy(dtype=float)
     mean = group["excess_loss_mean"].to_numpy(dtype=float)
     ok = np.isfinite(cost) & (cost <= budget) & np.isfinite(mean)
     if not ok.any():
-        return {"best_excess_loss": float("nan"), "best_algorithm": "", "best_T": pd.NA, "best_cost": float("nan")}
+        return {"best_excess_loss": float("nan"), "best_excess_loss_se": float("nan"), "best_n_seeds": pd.NA,
+                "best_algorithm": "", "best_T": pd.NA, "best_cost": float("nan")}
     g = group[ok].assign(_cost=cost[ok], _mean=mean[ok]).sort_values(["_mean", "_cost", "algorithm", "iterations"])
     r = g.iloc[0]
-    return {"best_excess_loss": float(r["_mean"]), "best_algorithm": str(r["algorithm"]),
+    n = r.get("n_seeds", pd.NA)
+    return {"best_excess_loss": float(r["_mean"]), "best_excess_loss_se": float(r.get("excess_loss_se", np.nan)),
+            "best_n_seeds": pd.NA if pd.isna(n) else int(n), "best_algorithm": str(r["algorithm"]),
             "best_T": int(r["iterations"]), "best_cost": float(r["_cost"])}
 
 
@@ -190,7 +206,8 @@ def frontier_long(summary: pd.DataFrame, dims: dict, costs: dict, budgets: dict 
                                  **frontier_at(g, measure, float(b)), "configurations": n_cfg, "costed": costed,
                                  "note": note})
     out = pd.DataFrame(rows, columns=LONG_COLUMNS)
-    out["best_T"] = out["best_T"].astype("Int64")
+    for c in ("best_T", "best_n_seeds"):
+        out[c] = out[c].astype("Int64")
     return out
 
 
@@ -208,61 +225,122 @@ def frontier_table(summary: pd.DataFrame, dims: dict, costs: dict, budgets: dict
     out = (out[COLUMNS].sort_values(["dataset", "conversion", "epsilon", "method", "budget_index"])
            .reset_index(drop=True))
     for m in MEASURES:
-        out[PREFIX[m] + "best_T"] = out[PREFIX[m] + "best_T"].astype("Int64")
+        for c in ("best_T", "best_n_seeds"):
+            out[PREFIX[m] + c] = out[PREFIX[m] + c].astype("Int64")
     return out
 
 
 def to_long(table: pd.DataFrame) -> pd.DataFrame:
-    """The written table (COLUMNS) -> long form (LONG_COLUMNS)."""
+    """The written table (COLUMNS) -> long form (LONG_COLUMNS). A table written before the frontier carried
+    :data:`SPREAD` (the s.e. and seed count) reads with them NaN: :func:`crossover` leaves it untested."""
     parts = []
     for m in MEASURES:
-        x = table[KEYS + [PREFIX[m] + c for c in PER_MEASURE]].rename(columns={PREFIX[m] + c: c for c in PER_MEASURE})
-        parts.append(x.assign(measure=m))
+        x = table.reindex(columns=KEYS + [PREFIX[m] + c for c in PER_MEASURE])
+        parts.append(x.rename(columns={PREFIX[m] + c: c for c in PER_MEASURE}).assign(measure=m))
     return pd.concat(parts, ignore_index=True)[LONG_COLUMNS]
 
 
-def crossover(frontier: pd.DataFrame) -> pd.DataFrame:
-    """Winner by budget (CROSSOVER_COLUMNS), per (dataset, conversion, epsilon, measure).
+def _number(x) -> float:
+    return float("nan") if x is None or pd.isna(x) else float(x)
 
-    At each budget the winner is the method with the smallest finite frontier value among the roles
-    ``second-order`` and ``first-order`` (methods with a non-private step - dp-gd-oracle,
-    damped-newton - and the one-shot methods are not candidates; :data:`ROLES`). On an exact
-    tie the first-order method wins (the simpler method). ``second_order_from``/``_to``: the smallest
-    and largest budget where a second-order method wins (NaN if none); ``second_order_budgets``: at
-    how many budgets it wins; ``crossover_budget``: the smallest budget above ``second_order_from``
-    where a first-order method wins (NaN if none: second order stays best to the end of the grid);
-    the winners named are those at ``second_order_from`` and at the crossover.
-    """
-    rows = []
-    cand = frontier[frontier["role"].isin(["second-order", "first-order"])]
-    for key, g in cand.groupby(["dataset", "conversion", "epsilon", "measure"], sort=True):
-        winners = []
-        for b, gb in g.groupby("budget", sort=True):
-            v = gb["best_excess_loss"].to_numpy(dtype=float)
-            fin = np.isfinite(v)
-            if not fin.any():
-                winners.append((b, None, None))
-                continue
-            gb = gb[fin].assign(_first=(gb[fin]["role"] != "first-order").astype(int))
-            w = gb.sort_values(["best_excess_loss", "_first", "method"]).iloc[0]
-            winners.append((b, w["method"], w["role"]))
-        so = [(b, m) for b, m, r in winners if r == "second-order"]
-        rec = dict(zip(["dataset", "conversion", "epsilon", "measure"], key))
-        rec.update(budgets=len(winners), second_order_budgets=len(so), second_order_from=np.nan,
-                   second_order_to=np.nan, second_order_winner="", crossover_budget=np.nan, first_order_winner="",
-                   note="")
-        if not so:
-            rec["note"] = ("no method has a finite loss within any budget" if all(m is None for _, m, _ in winners)
-                           else "a first-order method is best at every budget")
-        else:
-            rec.update(second_order_from=so[0][0], second_order_to=so[-1][0], second_order_winner=so[0][1])
-            after = [(b, m) for b, m, r in winners if r == "first-order" and b > so[0][0]]
-            if after:
-                rec.update(crossover_budget=after[0][0], first_order_winner=after[0][1])
-            else:
-                rec["note"] = "second order stays best to the largest budget"
-        rows.append(rec)
+
+def _p_value(lead, rival) -> float:
+    """Welch's p-value (:func:`~dpnewton.pipeline.significance.welch_p`) of two frontier points; NaN when
+    either lacks a finite s.e. or has fewer than two seeds (untested)."""
+    se = np.array([_number(r.get("best_excess_loss_se")) for r in (lead, rival)])
+    n = np.array([_number(r.get("best_n_seeds")) for r in (lead, rival)])
+    if not (np.isfinite(se).all() and np.isfinite(n).all() and n.min() >= 2):
+        return float("nan")
+    return welch_p(float(lead["best_excess_loss"]), se[0], n[0], float(rival["best_excess_loss"]), se[1], n[1])
+
+
+def budget_outcome(points: pd.DataFrame) -> dict:
+    """One budget of one cell (``points``: the candidates' frontier rows at that budget): who is best.
+
+    The leader is the candidate with the lowest finite mean (on an exact tie the first-order method, the
+    simpler, then the method name); the rival is the lowest of the other role. ``outcome``: the leader's
+    role when its mean is significantly below the rival's (Welch p < :data:`ALPHA`) or the other role has
+    no finite loss within the budget; "tie" when p >= ALPHA (an exact tie of means gives p = 1); "" when
+    no candidate has a finite loss. ``tested`` is False when the test was needed but a point lacks its
+    s.e. or seed count: the outcome is then the leader's role by the lowest mean alone, untested."""
+    v = points["best_excess_loss"].to_numpy(dtype=float)
+    fin = points[np.isfinite(v)]
+    none = {"leader": "", "leader_role": "", "rival": "", "p_value": float("nan"), "outcome": "", "tested": True}
+    if not len(fin):
+        return none
+    ranked = fin.assign(_first=(fin["role"] != "first-order").astype(int))
+    ranked = ranked.sort_values(["best_excess_loss", "_first", "method"])
+    lead = ranked.iloc[0]
+    out = {**none, "leader": lead["method"], "leader_role": lead["role"], "outcome": lead["role"]}
+    others = ranked[ranked["role"] != lead["role"]]
+    if not len(others):
+        return out
+    p = _p_value(lead, others.iloc[0])
+    out.update(rival=others.iloc[0]["method"], p_value=p, tested=math.isfinite(p))
+    if math.isfinite(p) and p >= ALPHA:
+        out["outcome"] = "tie"
+    return out
+
+
+def budget_outcomes(frontier: pd.DataFrame) -> pd.DataFrame:
+    """:func:`budget_outcome` at every budget of every (dataset, conversion, epsilon, measure) of a long
+    frontier (OUTCOME_COLUMNS), over the candidates: the roles :data:`CANDIDATES` (methods with a
+    non-private step and the one-shot methods are not candidates; :data:`dpnewton.algorithms.ROLES`)."""
+    cand = frontier[frontier["role"].isin(CANDIDATES)]
+    rows = [{**dict(zip(CELL + ["budget_index", "budget"], key)), **budget_outcome(g)}
+            for key, g in cand.groupby(CELL + ["budget_index", "budget"], sort=True)]
+    return pd.DataFrame(rows, columns=OUTCOME_COLUMNS)
+
+
+def _span(budgets) -> tuple[float, float]:
+    b = list(budgets)
+    return (b[0], b[-1]) if b else (np.nan, np.nan)
+
+
+def cell_crossover(outcomes: pd.DataFrame) -> dict:
+    """One cell's crossover row (CROSSOVER_COLUMNS but the cell's keys) from its :func:`budget_outcomes`:
+    how many budgets each outcome has, and how many were tested (a p-value computed) or untested; the
+    first and last budget where second order is significantly best (its winner at the first) and where
+    the roles tie; ``crossover_budget``: the first budget above the first where second order is best or
+    ties at which first order is significantly best, with its winner (NaN if none)."""
+    o = outcomes.sort_values("budget")
+    won, tied, first = (o[o["outcome"] == k] for k in ("second-order", "tie", "first-order"))
+    level = o[o["outcome"].isin(["second-order", "tie"])]["budget"]
+    after = first[first["budget"] > level.iloc[0]] if len(level) else first.iloc[:0]
+    return {"budgets": len(o), "second_order_budgets": len(won), "tied_budgets": len(tied),
+            "first_order_budgets": len(first), "tested_budgets": int(np.isfinite(o["p_value"].astype(float)).sum()),
+            "untested_budgets": int((~o["tested"].astype(bool)).sum()),
+            **dict(zip(["second_order_from", "second_order_to"], _span(won["budget"]))),
+            "second_order_winner": won["leader"].iloc[0] if len(won) else "",
+            **dict(zip(["tied_from", "tied_to"], _span(tied["budget"]))),
+            "crossover_budget": after["budget"].iloc[0] if len(after) else np.nan,
+            "first_order_winner": after["leader"].iloc[0] if len(after) else "",
+            "note": "no method has a finite loss within any budget" if (o["outcome"] == "").all() else ""}
+
+
+def crossover_of(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """The crossover table (CROSSOVER_COLUMNS) of :func:`budget_outcomes`: :func:`cell_crossover` per cell."""
+    rows = [{**dict(zip(CELL, key)), **cell_crossover(g)} for key, g in outcomes.groupby(CELL, sort=True)]
     return pd.DataFrame(rows, columns=CROSSOVER_COLUMNS)
+
+
+def untested(row) -> bool:
+    """A crossover row read by the lowest mean alone: some budget needed the test and none could have it."""
+    return not row["tested_budgets"] and bool(row["untested_budgets"])
+
+
+def crossover(frontier: pd.DataFrame) -> pd.DataFrame:
+    """Winner by budget (CROSSOVER_COLUMNS), per (dataset, conversion, epsilon, measure) of a long frontier.
+
+    **Rule**: at each budget, the candidate with the lowest mean is significantly best when Welch's test
+    against the lowest mean of the other role (second order against first order) gives p < :data:`ALPHA`
+    (the tie rule, :mod:`dpnewton.pipeline.significance`), and the two roles tie otherwise: a tie is no
+    role's win (:func:`budget_outcome`). Where the frontier has no s.e. or seed count (a table written
+    before it carried them) a budget is untested and read by the lowest mean alone (an exact tie goes to
+    the first-order method). Per cell: the counts of second-order wins, ties and first-order wins, their
+    spans, and the crossover: where first order becomes significantly best (:func:`cell_crossover`).
+    """
+    return crossover_of(budget_outcomes(frontier))
 
 
 def dims_from_baseline(baseline: pd.DataFrame) -> dict:

@@ -30,7 +30,8 @@ TABLES = {
     "table1.md": "Table 1: runtime ratio of DP-GD to the double-noise method at each one's best T",
     "update_costs.csv": "the timing stage: per dataset and configuration, a lone run's first update and its "
                         "cost per further update (medians over round-robin rounds)",
-    "frontier.csv": "the compute-budget frontier: per budget, each method's best mean excess loss within it",
+    "frontier.csv": "the compute-budget frontier: per budget, each method's best mean excess loss within it, with "
+                    "its s.e. and seed count",
     "floor.csv": "the Gaussian ridge floor F* per cell (local quadratic model; not a lower bound)",
     "private_selection.csv": "the private-selection track (Papernot-Steinke selection inside the budget)",
     "fixed_rule.csv": "the fixed-rule track (no tuning)",

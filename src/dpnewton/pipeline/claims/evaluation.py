@@ -14,7 +14,7 @@ from typing import Callable
 import pandas as pd
 
 from ...privacy import epsilon_to_rho
-from ..frontier import crossover, dims_from_baseline, to_long
+from ..frontier import CELL, budget_outcomes, crossover_of, dims_from_baseline, to_long
 from ..timing import cost_lookup, runtime_column
 from .beyond import beyond_table, tight_ranking
 from .cells import (SETTING_CONVERSION, SETTINGS, base_of, cell_row, is_paper_configuration, is_reset,
@@ -175,20 +175,15 @@ def _table1(setting: str, cells: pd.DataFrame, base_alg: str, ours: str, tol: fl
 
 
 def budget_winner(frontier: pd.DataFrame, conversion: str) -> pd.DataFrame:
-    """The "winner by compute budget" rows (not a claim of the paper): the crossover table
-    (:func:`dpnewton.pipeline.frontier.crossover`) of the frontier table's ``conversion`` cells, with
-    ``second_order_winners`` (every second-order method that is best at some budget, in budget order:
-    each budget's winner is that of the crossover of the budget alone, so the winner rule is
-    :func:`~dpnewton.pipeline.frontier.crossover`'s) and the text of :func:`~.rules.winner_by_budget`.
+    """The "winner by compute budget" rows (not a claim of the paper): the crossover table of the frontier
+    table's ``conversion`` cells (:func:`dpnewton.pipeline.frontier.crossover`: per budget, the lowest mean
+    tested against the other role's by the tie rule), with ``second_order_winners`` (every second-order
+    method significantly best at some budget, in budget order) and the text of :func:`~.rules.winner_by_budget`.
     Reads only the frontier table: no verdict uses it."""
     long = to_long(frontier)
-    long = long[long["conversion"] == conversion]
-    x = crossover(long)
-    key = ["dataset", "conversion", "epsilon", "measure"]
-    per_budget = [crossover(g) for _, g in long.groupby("budget_index", sort=True)]
-    won = pd.concat(per_budget, ignore_index=True) if per_budget else x.iloc[:0]
-    won = won[won["second_order_winner"].astype(str) != ""]
-    winners = {k: tuple(dict.fromkeys(g["second_order_winner"])) for k, g in won.groupby(key, sort=False)}
-    x = x.assign(second_order_winners=[winners.get(tuple(k), ()) for k in x[key].itertuples(index=False)])
+    outcomes = budget_outcomes(long[long["conversion"] == conversion])
+    won = outcomes[outcomes["outcome"] == "second-order"].sort_values("budget")
+    winners = {k: tuple(dict.fromkeys(g["leader"])) for k, g in won.groupby(CELL, sort=False)}
+    x = crossover_of(outcomes)
+    x = x.assign(second_order_winners=[winners.get(tuple(k), ()) for k in x[CELL].itertuples(index=False)])
     return x.assign(reading=[winner_by_budget(r) for _, r in x.iterrows()])
-

@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_write_text
-from ..frontier import MEASURE_LABELS, members
+from ..frontier import MEASURE_LABELS, members, untested
 from .beyond import TARGETS, WHOSE, target_counts
 from .cells import SETTINGS, by_whose, is_paper_method
 from .cost import REFERENCE_CORES
+from .rules import UNTESTED
 from .tuning_tracks import (NEAR_ORACLE, TRACK_COLUMNS, cell_winners, default_ratios, library_default_label,
                             library_default_table, not_better_than_trivial)
 from .verdict import NA, NOT, PARTLY, REPRODUCED
@@ -112,37 +113,50 @@ def best_lines(beyond: pd.DataFrame, conversion: str, methods) -> list[str]:
 
 
 def _winners(row) -> tuple[str, ...]:
-    """The second-order methods best at some budget in one crossover row, in budget order."""
+    """The second-order methods significantly best at some budget in one crossover row, in budget order."""
     won = getattr(row, "second_order_winners", None)
     if isinstance(won, (tuple, list)):
         return tuple(won)
     return (row.second_order_winner,) if row.second_order_budgets else ()
 
 
+def _budget_where(r, won: tuple, best: str, unit: str) -> str:
+    """One cell's budgets in words: from where second order is best (by which methods), from where the
+    roles tie, and the crossover (where a first-order method becomes best); '' when second order never
+    wins or ties."""
+    parts = [f"{', '.join(won)} {best} from {_fmt(r.second_order_from)} {unit}"] if won else []
+    if r.tied_budgets:
+        parts.append(f"tied from {_fmt(r.tied_from)} {unit}")
+    if not parts:
+        return ""
+    cross = (f"crossover at {_fmt(r.crossover_budget)} {unit} ({r.first_order_winner})" if _finite(r.crossover_budget)
+             else "no crossover within the grid")
+    return f"{_cell(r.dataset, r.epsilon)}: {', '.join(parts + [cross])}"
+
+
 def budget_lines(winners: pd.DataFrame, methods) -> list[str]:
-    """Per cost measure: in how many cells one of the paper's second-order methods is best at some budget,
-    and in how many each of this project's is (a cell where both are counts for both), with the cells."""
+    """Per cost measure: in how many cells one of the paper's second-order methods is significantly best at
+    some budget (the tie rule, :func:`dpnewton.pipeline.frontier.crossover`), in how many each of this
+    project's is (a cell where both are counts for both), in how many the roles tie at some budget, with
+    the cells. Rows with no tested budget (:func:`~dpnewton.pipeline.frontier.untested`: a frontier table
+    without standard errors) are read by the lowest mean, and the line says so when all are."""
     L = []
     sides = by_whose(members("second-order", methods))
     for measure, g in winners.groupby("measure", sort=True):
         unit = "passes" if measure == "passes" else "s"
+        plain = all(untested(r) for _, r in g.iterrows())
+        best = "lowest" if plain else "significantly best"
         won = [(r, _winners(r)) for r in g.itertuples()]
         counts = [(f"a paper second-order method ({', '.join(sides['paper'])})",
                    sum(any(is_paper_method(m) for m in w) for _, w in won))] if sides["paper"] else []
         counts += [(f"{m} (this project's)", sum(m in w for _, w in won)) for m in sides["project"]]
-        counts = [f"{who} is best at some budget in {k} of {len(g)} cells" if i == 0 else f"{who} in {k}"
+        counts = [f"{who} is {best} at some budget in {k} of {len(g)} cells" if i == 0 else f"{who} in {k}"
                   for i, (who, k) in enumerate(counts)]
-        where = []
-        for r, w in won:
-            if not w:
-                continue
-            text = f"{_cell(r.dataset, r.epsilon)}: {', '.join(w)} from {_fmt(r.second_order_from)} {unit}"
-            if _finite(r.crossover_budget):
-                text += f" until {r.first_order_winner} overtakes at {_fmt(r.crossover_budget)}"
-            else:
-                text += " to the largest budget"
-            where.append(text)
-        L.append(f"* **Winner by compute budget** ({MEASURE_LABELS[measure]}): " + ", ".join(counts)
+        if not plain:
+            counts.append(f"the roles tie at some budget in {int((g['tied_budgets'] > 0).sum())}")
+        where = [text for text in (_budget_where(r, w, best, unit) for r, w in won) if text]
+        label = f", {UNTESTED}" if plain else ""
+        L.append(f"* **Winner by compute budget** ({MEASURE_LABELS[measure]}{label}): " + ", ".join(counts)
                  + (f" ({'; '.join(where)})." if where else "."))
     return L
 

@@ -2,7 +2,8 @@
 paper): the winner by compute budget (frontier table), *Beyond the paper* (every private configuration
 against the Gaussian ridge floor F*) and the ranking on equal accounting terms; and the Markdown helpers
 the report's sections share. Each ranks by the lowest mean (**non-private** selection of T and
-configuration); the tie sets within seed noise are :mod:`.ties`'s.
+configuration); the tie sets within seed noise are :mod:`.ties`'s, and the winner by compute budget tests its
+winners by the same rule (:func:`dpnewton.pipeline.frontier.crossover`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import pandas as pd
 
 from ...algorithms import ALGORITHMS
 from ...floor import MECHANISM_DRAWS
-from ..frontier import MEASURE_LABELS, members
+from ..frontier import MEASURE_LABELS, members, untested
+from ..significance import ALPHA, STATED
 from .beyond import TARGETS, WHOSE, speed_misses, target_counts
 from .cells import by_whose
 from .verdict import format_number as _fmt
@@ -34,25 +36,45 @@ def _names(names) -> str:
     return ", ".join(names) if len(names) else "none"
 
 
+def _budget_rule(tested: bool) -> str:
+    """How the budget section reads its winners: by the tie rule when the frontier has standard errors
+    (``tested``), by the lowest mean alone otherwise."""
+    if not tested:
+        return ("The frontier table has no standard errors over seeds: each budget is read by the lowest mean alone, "
+                "untested against seed noise (each row says *untested*), and an exact tie goes to the first-order "
+                "method. ")
+    return (f"At each budget the candidate with the lowest mean is tested against the lowest mean of the other role "
+            f"(second order against first order) by the tie rule: it is *significantly best* when p < {ALPHA:g}, "
+            "and the two roles *tie* otherwise (an exact tie of means is a tie); a role with no finite loss within "
+            "the budget leaves the other best there. A budget whose means lack an s.e. or two seeds is read by "
+            "the lowest mean and counted as untested. *crossover*: the first budget above the first where second "
+            "order is best or ties at which first order is significantly best (it may be best there alone: the "
+            "counts say how often). ")
+
+
 def budget_section(bw, methods) -> list[str]:
     """Winner by compute budget, from the frontier table (only when the claims rule has it); ``methods``:
-    the run's base algorithms."""
+    the run's base algorithms. Opens with the tie rule (:data:`~dpnewton.pipeline.significance.STATED`)
+    unless no row could be tested (:func:`~dpnewton.pipeline.frontier.untested`)."""
     if bw is None or not len(bw):
         return []
     second = members("second-order", methods)
     own = [m for m in second if not ALGORITHMS[m].paper]
     gloss = f" ({', '.join(own)}: this project's, not the paper's)" if own else ""
+    tested = not all(untested(r) for _, r in bw.iterrows())
     L = ["", "## Winner by compute budget (from the frontier table; not a claim of the paper)", "",
+         *([STATED, ""] if tested else []),
          f"Conversion {bw['conversion'].iloc[0]}. Per (dataset, epsilon) and cost measure: at each of the frontier's "
-         "budgets, the method with the smallest best mean excess loss within that budget, over all its declared "
-         "configurations and T (results/tables/frontier.csv; **non-private** selection, as best T). Candidates: "
+         "budgets, each method's smallest best mean excess loss within that budget, over all its declared "
+         "configurations and T (results/tables/frontier.csv; **non-private** selection, as best T)"
+         + (", with its standard error over seeds" if tested else "") + ". Candidates: "
          f"second order = {', '.join(second)}{gloss}; first order = {', '.join(members('first-order', methods))}. "
          f"{_names(members('non-private step', methods))} have non-private steps and "
          f"{_names(members('one-shot', methods))} are one-shot: not candidates "
          "(Figure 6 and the table cost a one-shot solve by its recorded Newton steps, a model: the table's `note`). "
-         "An exact tie goes to the first-order method. *overtakes at*: the first budget above the "
-         "first second-order win where a first-order method is best. Passes are pass-equivalents "
-         "(benchmarks/pass_costs.py), runtimes lone-run seconds (timing stage; untimed methods absent).", "",
+         + _budget_rule(tested)
+         + "Passes are pass-equivalents (benchmarks/pass_costs.py), runtimes lone-run seconds (timing stage; "
+         "untimed methods absent).", "",
          "| dataset | eps | measure | winner by compute budget |", "|---|---|---|---|"]
     for r in bw.itertuples():
         L.append(f"| {r.dataset} | {r.epsilon:g} | {MEASURE_LABELS[r.measure]} | {r.reading} |")

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..frontier import untested
 from .cells import cell_row, cell_value
 from .paper import (DAMPED_GOOD, FIG1_MARGIN, PAPER_FIG1, QU_FACTOR, QU_ITERATIONS_FACTOR, QU_PAIRS, TABLE1_FACTOR,
                     paper_claim)
@@ -24,6 +25,8 @@ SPEEDUP = paper_claim("C2").values
 FIG1_DATASET = paper_claim("C3").values["dataset"]
 #: a Table 1 cell's verdict when a method's best loss is no better than w = 0 (:func:`degenerate_cell`)
 DEGENERATE = "degenerate, not graded"
+#: the label of a winner by compute budget read by the lowest mean alone (no s.e. or seed count to test it)
+UNTESTED = "untested (no s.e. over seeds in the frontier table)"
 #: C4 compares with a baseline whose step is not private
 ORACLE_NOTE = " (the Oracle's line search on the exact loss is non-private)"
 
@@ -351,19 +354,44 @@ def verdict_qu(cells: pd.DataFrame, dataset: str, pairs=QU_PAIRS) -> Verdict:
     return Verdict(v, "; ".join(parts), f"QU within {QU_FACTOR}x of the Hessian variant in {ok}/{n} cells")
 
 
+def _winners(row) -> tuple[str, ...]:
+    """The second-order methods significantly best at some budget of a crossover row, in budget order
+    (``second_order_winners`` when the row has it; else the winner at the first such budget)."""
+    won = row.get("second_order_winners")
+    return tuple(won) if isinstance(won, (tuple, list)) and len(won) else (row["second_order_winner"],)
+
+
+def _span(row, start: str, end: str, unit: str) -> str:
+    return f" in [{_fmt(row[start])}, {_fmt(row[end])}]{unit}"
+
+
 def winner_by_budget(row) -> str:
     """The "winner by compute budget" reading of one crossover row (:func:`dpnewton.pipeline.frontier.crossover`):
-    where a private second-order method is best, which (``second_order_winners`` when the row has it, in
-    budget order; else the winner at the first such budget), and where a first-order method overtakes it.
-    Candidates: the second-order and first-order methods of :data:`dpnewton.pipeline.frontier.ROLES`."""
-    unit = " passes" if row["measure"] == "passes" else " s"
-    if not row["second_order_budgets"]:
+    at how many budgets second order is significantly best (where, by which methods), at how many the two
+    roles tie and at how many first order is significantly best; then the crossover (the first budget where
+    a first-order method is significantly best once second order has won or tied). Candidates: the
+    second-order and first-order methods of the cards' roles. A row with no tested budget
+    (:func:`~dpnewton.pipeline.frontier.untested`) is read by the lowest mean and says so (:data:`UNTESTED`);
+    untested budgets of a tested row are counted at the end."""
+    if row["note"]:
         return str(row["note"])
-    won = row.get("second_order_winners")
-    won = tuple(won) if isinstance(won, (tuple, list)) and len(won) else (row["second_order_winner"],)
-    text = (f"second order best at {int(row['second_order_budgets'])}/{int(row['budgets'])} budgets in "
-            f"[{_fmt(row['second_order_from'])}, {_fmt(row['second_order_to'])}]{unit} "
-            f"(by {', then '.join(won)})")
-    if math.isfinite(float(row["crossover_budget"])):
-        return text + f"; {row['first_order_winner']} overtakes at {_fmt(row['crossover_budget'])}{unit}"
-    return text + "; no first-order method overtakes it within the grid"
+    unit = " passes" if row["measure"] == "passes" else " s"
+    plain = untested(row)
+    best = "lowest" if plain else "significantly best"
+    n, first = int(row["budgets"]), int(row["first_order_budgets"])
+    if not row["second_order_budgets"] and not row["tied_budgets"]:
+        text = f"first order {best} at {first}/{n} budgets"
+    else:
+        text = f"second order {best} at {int(row['second_order_budgets'])}/{n} budgets"
+        if row["second_order_budgets"]:
+            text += _span(row, "second_order_from", "second_order_to", unit) + f" (by {', then '.join(_winners(row))})"
+        if not plain:
+            tied = int(row["tied_budgets"])
+            text += f", tied at {tied}" + (_span(row, "tied_from", "tied_to", unit) if tied else "")
+        text += f", first order at {first}; " + (
+            f"crossover at {_fmt(row['crossover_budget'])}{unit} ({row['first_order_winner']} {best})"
+            if math.isfinite(float(row["crossover_budget"])) else "no crossover within the grid")
+    if plain:
+        return f"{UNTESTED}: {text}"
+    k = int(row["untested_budgets"])
+    return text + (f"; {k} of the {n} budgets untested (no s.e.: read by the lowest mean)" if k else "")

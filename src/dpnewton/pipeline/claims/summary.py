@@ -20,10 +20,11 @@ import pandas as pd
 from ...io import atomic_path, atomic_write_text, read_csv
 import yaml
 from ..frontier import SECOND_ORDER
+from ..significance import ALPHA, STATED
 from .cells import is_paper_method
 from .headline import HEADING, floor_line, sync_readme, verdict_line
 from .tie_columns import with_tie_columns
-from .ties import ALPHA, TIE_RULE, config_ties, family_ties, mark_ties, tie_counts, tie_sets
+from .ties import config_ties, family_ties, mark_ties, tie_counts, tie_sets
 from .tuning_tracks import NEAR_ORACLE, label_variants, not_better_than_trivial
 from .verdict import NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
@@ -183,7 +184,7 @@ def cost_line(resources: pd.DataFrame | None, cores: int = 2) -> list[str]:
 
 def in_short(verdicts, best, floor, tracks, tracks_cfg, resources, conversion="bs16", tight="gdp") -> list[str]:
     """The "In short" section: the tie rule, the verdict counts, tie sets, F*, the tracks and the cost."""
-    L = [HEADING, "", f"Tie rule: {TIE_RULE}.", "", verdict_line(verdicts)]
+    L = [HEADING, "", STATED, "", verdict_line(verdicts)]
     L += ties_lines(best, conversion, tight)
     L += floor_lines(best, floor, conversion)
     if tracks is not None and len(tracks):
@@ -198,12 +199,12 @@ TIES_HEADING = "## Tie sets per cell"
 
 def tie_section(best: pd.DataFrame, conversion: str) -> list[str]:
     """Per (dataset, epsilon): the lowest mean (its configuration and T) and the method families within noise
-    of it (:data:`~.ties.TIE_RULE`), with how many configurations tie."""
+    of it (:data:`~dpnewton.pipeline.significance.TIE_RULE`), with how many configurations tie."""
     configs = config_ties(best, conversion)
     if not len(configs):
         return []
     L = [TIES_HEADING, "", f"`{conversion}`, every private configuration at its best T (**non-private** "
-         f"selection). Tie rule: {TIE_RULE}.", "",
+         f"selection). {STATED}", "",
          "| dataset | eps | lowest mean (configuration, T) | tie set: families (configurations) |", "|---|---|---|---|"]
     for (ds, eps), g in configs.groupby(["dataset", "epsilon"], sort=True):
         top = g.loc[g["excess_loss_mean"].astype(float).idxmin()]
@@ -224,7 +225,7 @@ def overall(verdicts: pd.Series) -> str:
 
 def claim_rows(verdicts: pd.DataFrame, best: pd.DataFrame, conversion: str, setting: str = "a") -> list[tuple]:
     """(claim, verdict, one number) per claim of ``setting``; C1's number counts the cells where the paper's
-    Newton methods (released defaults) tie with DP-GD under :data:`~.ties.TIE_RULE`."""
+    Newton methods (released defaults) tie with DP-GD under :data:`~dpnewton.pipeline.significance.TIE_RULE`."""
     rows = []
     for claim, g in verdicts[verdicts["setting"] == setting].groupby("claim", sort=True):
         number = f"{int((g['verdict'] == REPRODUCED).sum())} of {len(g)} datasets reproduced"
@@ -298,7 +299,8 @@ def heatmap(configs: pd.DataFrame, path: Path, conversion: str) -> None:
     plt.close(fig)
 
 
-#: the report's sections that name a "best" or "winner" (the lowest mean), each given :data:`RANK_NOTE`
+#: the report's sections that name a "best" or "winner", each given :data:`RANK_NOTE` unless its first paragraph
+#: states the tie rule (:data:`~dpnewton.pipeline.significance.STATED`: it tests its ranking against seed noise)
 RANKED_SECTIONS = ("## Winner by compute budget", "## Beyond the paper", "## Ranking on equal accounting terms",
                    "## Tuning paid for privately")
 RANK_NOTE_START = "*Best*, *lowest* and *winner* in this section"
@@ -308,12 +310,12 @@ RANK_NOTE = (f"{RANK_NOTE_START} mean the lowest mean, with no test against seed
 
 
 def _note_rankings(body: str) -> str:
-    """Put :data:`RANK_NOTE` under each heading of :data:`RANKED_SECTIONS` (once, replacing an earlier
-    wording of the note)."""
+    """Put :data:`RANK_NOTE` under each heading of :data:`RANKED_SECTIONS` whose section does not open by
+    stating the tie rule (once, replacing an earlier wording of the note)."""
     body = re.sub(r"^\*Best\*[^\n]* in this section mean the lowest mean[^\n]*\n\n", "", body, flags=re.M)
     for head in RANKED_SECTIONS:
-        body = re.sub(rf"^({re.escape(head)}[^\n]*\n\n)(?!{re.escape(RANK_NOTE)})", lambda m: m.group(1) + RANK_NOTE
-                      + "\n\n", body, count=1, flags=re.M)
+        body = re.sub(rf"^({re.escape(head)}[^\n]*\n\n)(?!{re.escape(RANK_NOTE)}|{re.escape(STATED)})",
+                      lambda m: m.group(1) + RANK_NOTE + "\n\n", body, count=1, flags=re.M)
     return body
 
 

@@ -13,7 +13,8 @@ import re
 
 import pandas as pd
 
-from .ties import ALPHA, config_ties, tie_sets
+from ..significance import ALPHA
+from .ties import config_ties, tie_sets
 
 #: the column's header
 TIE_COLUMN = f"tie set (Welch p >= {ALPHA:g}; seeds)"

@@ -2,13 +2,11 @@
 above the lowest one.
 
 The committed tables hold, per configuration at its best T, the mean excess loss over ``n_seeds`` seeds
-and its standard error (best-T table), or over the track's repetitions (track tables); they hold no
-per-seed values, and seeds are not shared across methods (each run's noise is seeded from its own
-identity), so the test is unpaired. **Tie rule**: a configuration ties with the cell's lowest mean when
-Welch's two-sample t-test from the summary statistics (mean, s.e. x sqrt(n) as the standard deviation,
-n; :func:`scipy.stats.ttest_ind_from_stats`, ``equal_var=False``) gives a two-sided p-value of at least
-:data:`ALPHA`. The lowest mean itself is chosen on the same seeds (non-private selection over T and
-configurations), which biases it low: a tie set is, if anything, too small.
+and its standard error (best-T table), or over the track's repetitions (track tables). **Tie rule**
+(:mod:`dpnewton.pipeline.significance`): a configuration ties with the cell's lowest mean when Welch's
+unpaired t-test from the summary statistics gives a two-sided p-value of at least :data:`ALPHA`. The lowest
+mean itself is chosen on the same seeds (non-private selection over T and configurations), which biases it
+low: a tie set is, if anything, too small.
 
 A method family is a base algorithm, split into its last-iterate and its averaged configurations
 (``dp-gd`` and ``dp-gd (avg)``); a family ties when one of its configurations does. Configurations with a
@@ -20,28 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..frontier import role
+from ..significance import ALPHA, welch_p
 from .cells import base_of, is_averaged, is_reset
 
-#: significance level of the tie rule
-ALPHA = 0.05
 AVERAGED = " (avg)"
-TIE_RULE = (f"a method ties with the lowest mean when Welch's t-test on the two means (standard errors over "
-            f"seeds; no per-seed values are published) gives a two-sided p >= {ALPHA:g}")
-
-
-def welch_p(mean_a, se_a, n_a, mean_b, se_b, n_b) -> float:
-    """Two-sided p-value of Welch's t-test from summary statistics (standard deviation = s.e. x sqrt(n)).
-    Two equal means give 1; a difference with both standard errors 0 gives 0."""
-    if mean_a == mean_b:
-        return 1.0
-    if se_a == 0 and se_b == 0:
-        return 0.0
-    t = stats.ttest_ind_from_stats(mean_a, se_a * np.sqrt(n_a), int(n_a), mean_b, se_b * np.sqrt(n_b), int(n_b),
-                                   equal_var=False)
-    return float(t.pvalue)
 
 
 def mark_ties(cell: pd.DataFrame, mean: str = "excess_loss_mean", se: str = "excess_loss_se",
