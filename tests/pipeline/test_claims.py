@@ -523,19 +523,19 @@ def test_budget_winner_lists_every_second_order_winner():
     bw = budget_winner(_frontier(losses, 0.001), "bs16").set_index("measure")
     assert bw.loc["passes", "second_order_winners"] == ("hess-clip", "precond-dp-gd")
     assert bw.loc["passes", "second_order_winner"] == "hess-clip" and bw.loc["passes", "crossover_budget"] == 100.0
-    assert bw.loc["passes", "reading"] == ("second order significantly best at 2/3 budgets in [1, 10] passes (by "
+    assert bw.loc["passes", "reading"] == ("second order significantly best at 2/3 budgets (in [1, 10] passes, by "
                                            "hess-clip, then precond-dp-gd), tied at 0, first order at 1; crossover at "
                                            "100 passes (dp-gd significantly best)")
     # the same means at s.e. 0.2: within seed noise everywhere, a tie at every budget and no winner
     bw = budget_winner(_frontier(losses, 0.2), "bs16").set_index("measure")
     assert bw.loc["passes", "second_order_winners"] == () and bw.loc["passes", "tied_budgets"] == 3
-    assert bw.loc["passes", "reading"] == ("second order significantly best at 0/3 budgets, tied at 3 in [1, 100] "
-                                           "passes, first order at 0; no crossover within the grid")
+    assert bw.loc["passes", "reading"] == ("second order significantly best at 0/3 budgets, tied at 3 (in [1, 100] "
+                                           "passes), first order at 0; no crossover within the grid")
     # without s.e. (a table written before the frontier carried them): the lowest mean, labelled untested
     bw = budget_winner(_frontier(losses), "bs16").set_index("measure")
     assert bw.loc["passes", "second_order_winners"] == ("hess-clip", "precond-dp-gd")
     assert bw.loc["passes", "reading"] == ("untested (no s.e. over seeds in the frontier table): second order lowest "
-                                           "at 2/3 budgets in [1, 10] passes (by hess-clip, then precond-dp-gd), first "
+                                           "at 2/3 budgets (in [1, 10] passes, by hess-clip, then precond-dp-gd), first "
                                            "order at 1; crossover at 100 passes (dp-gd lowest)")
     # an exact tie: a tie under the tie rule; untested, it goes to the first-order method
     f = {"dp-gd": [0.3, 0.2, 0.1], "hess-clip": [0.3, 0.2, 0.1]}

@@ -282,7 +282,7 @@ def test_crossover_counts_a_point_without_se_as_untested():
     assert o["tested"].tolist() == [False, True] and o["outcome"].tolist() == ["second-order", "first-order"]
     r = F.crossover(fr).iloc[0]
     assert (r["tested_budgets"], r["untested_budgets"]) == (1, 1) and not F.untested(r)
-    assert winner_by_budget(r) == ("second order significantly best at 1/2 budgets in [1, 1] passes (by hess-clip), "
+    assert winner_by_budget(r) == ("second order significantly best at 1/2 budgets (1 passes, by hess-clip), "
                                    "tied at 0, first order at 1; crossover at 2 passes (dp-gd significantly best); 1 "
                                    "of the 2 budgets untested (no s.e.: read by the lowest mean)")
     one_seed = F.budget_outcomes(long_frontier({("s", "dp-gd"): [0.3], ("s", "hess-clip"): [0.2]}, budgets=(1.0,),
@@ -306,8 +306,8 @@ def test_claims_section_from_frontier():
     values = {("a", "dp-gd"): [0.5, 0.4, 0.3, 0.1], ("a", "hess-clip"): [float("nan"), 0.3, 0.2, 0.1]}
     x = F.crossover(long_frontier(values))
     text = winner_by_budget(x.iloc[0])
-    assert text == ("untested (no s.e. over seeds in the frontier table): second order lowest at 2/4 budgets in "
-                    "[2, 4] passes (by hess-clip), first order at 2; crossover at 8 passes (dp-gd lowest)")
+    assert text == ("untested (no s.e. over seeds in the frontier table): second order lowest at 2/4 budgets (in "
+                    "[2, 4] passes, by hess-clip), first order at 2; crossover at 8 passes (dp-gd lowest)")
     methods = ("dp-gd", "hess-clip", "damped-newton")
     lines = budget_section(x.assign(reading=[text]), methods)
     assert lines[1].startswith("## Winner by compute budget") and lines[-1].endswith(f"| {text} |")
@@ -318,8 +318,8 @@ def test_claims_section_from_frontier():
     # with standard errors: 0.3 vs 0.4 and 0.2 vs 0.3 are far apart at s.e. 0.001, 0.1 vs 0.1 ties
     x = F.crossover(long_frontier(values, se={("a", "dp-gd"): 0.001, ("a", "hess-clip"): 0.001}))
     text = winner_by_budget(x.iloc[0])
-    assert text == ("second order significantly best at 2/4 budgets in [2, 4] passes (by hess-clip), tied at 1 in "
-                    "[8, 8] passes, first order at 1; no crossover within the grid")
+    assert text == ("second order significantly best at 2/4 budgets (in [2, 4] passes, by hess-clip), tied at 1 "
+                    "(8 passes), first order at 1; no crossover within the grid")
     lines = budget_section(x.assign(reading=[text]), methods)
     assert lines[3] == STATED and "*significantly best* when p < 0.05" in lines[5]
 

@@ -362,7 +362,9 @@ def _winners(row) -> tuple[str, ...]:
 
 
 def _span(row, start: str, end: str, unit: str) -> str:
-    return f" in [{_fmt(row[start])}, {_fmt(row[end])}]{unit}"
+    """Where: ``1 passes`` for one budget, ``in [1, 10] passes`` for a range."""
+    low, high = _fmt(row[start]), _fmt(row[end])
+    return f"{low}{unit}" if low == high else f"in [{low}, {high}]{unit}"
 
 
 def winner_by_budget(row) -> str:
@@ -384,10 +386,10 @@ def winner_by_budget(row) -> str:
     else:
         text = f"second order {best} at {int(row['second_order_budgets'])}/{n} budgets"
         if row["second_order_budgets"]:
-            text += _span(row, "second_order_from", "second_order_to", unit) + f" (by {', then '.join(_winners(row))})"
+            text += f" ({_span(row, 'second_order_from', 'second_order_to', unit)}, by {', then '.join(_winners(row))})"
         if not plain:
             tied = int(row["tied_budgets"])
-            text += f", tied at {tied}" + (_span(row, "tied_from", "tied_to", unit) if tied else "")
+            text += f", tied at {tied}" + (f" ({_span(row, 'tied_from', 'tied_to', unit)})" if tied else "")
         text += f", first order at {first}; " + (
             f"crossover at {_fmt(row['crossover_budget'])}{unit} ({row['first_order_winner']} {best})"
             if math.isfinite(float(row["crossover_budget"])) else "no crossover within the grid")
