@@ -560,3 +560,12 @@ def test_settings_state_the_tuning_budget_and_the_inference():
                                    pd.DataFrame({"dataset": ["s"]})))
     assert "We **infer**, and the paper does not state, that its published small-epsilon numbers were computed at " \
            "rho = 1e-3" in text and "numbers used rho" not in text
+
+
+def test_a_pass_cap_shared_by_datasets_is_named_once():
+    from dpnewton.pipeline.claims.report import _pass_caps_text
+
+    text = _pass_caps_text({"a1a": 76800, "adult": 76800, "synthetic": 9600})
+    assert text.count("76800 pass-equivalents") == 1 and text.count("9600 pass-equivalents") == 1
+    assert text.startswith("on a1a, adult also at 76800 ") and "; on synthetic also at 9600 " in text
+    assert _pass_caps_text({}) == ""

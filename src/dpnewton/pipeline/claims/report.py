@@ -212,10 +212,18 @@ def _tuning_budget(budget: dict) -> list[str]:
             "paper*.", ""]
 
 
+def _pass_caps_text(pass_caps: dict) -> str:
+    """The datasets' pass caps in one phrase: a cap shared by several datasets is named once."""
+    by_cap: dict = {}
+    for ds, p in pass_caps.items():
+        by_cap.setdefault(p, []).append(ds)
+    return "; ".join(f"on {', '.join(names)} also at {p} pass-equivalents per run (the frontier's cost model: "
+                     f"DP-GD T <= {p}, a Newton step costs d-dependent passes)" for p, names in by_cap.items())
+
+
 def _tuning_section(cfg: pd.DataFrame, variants: dict, budget: dict | None = None,
                     pass_caps: dict | None = None) -> list[str]:
-    caps = "; ".join(f"on {ds} also at {p} pass-equivalents per run (the frontier's cost model: DP-GD T <= {p}, "
-                     "a Newton step costs d-dependent passes)" for ds, p in (pass_caps or {}).items())
+    caps = _pass_caps_text(pass_caps or {})
     L = ["", "## Tuning (non-private) and configurations tried", "", *_tuning_budget(budget or {}),
          "Every iterative method's T grid is extended inside its job while its best mean-over-seeds T is at an "
          "edge: upwards (x2, up to a declared cap" + (f"; {caps}" if caps else "") + ") from the largest T, "
