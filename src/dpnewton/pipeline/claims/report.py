@@ -227,7 +227,9 @@ def _tuning_section(cfg: pd.DataFrame, variants: dict, budget: dict | None = Non
     L = ["", "## Tuning (non-private) and configurations tried", "", *_tuning_budget(budget or {}),
          "Every iterative method's T grid is extended inside its job while its best mean-over-seeds T is at an "
          "edge: upwards (x2, up to a declared cap" + (f"; {caps}" if caps else "") + ") from the largest T, "
-         "downwards (/2, down to T=1) from the smallest. A best T = 1 is the smallest admissible T, not an edge.",
+         "downwards (/2, down to T=1) from the smallest. A best T = 1 is the smallest admissible T, not an edge. "
+         "What a lower pass cap would change (verdicts, best methods, update time) is replayed from this run's "
+         "curves by benchmarks/cap_study.py; its reading gives the reason for the cap chosen.",
          "",
          "A *cell* is (dataset, conversion, epsilon); a *configuration cell* is (configuration, cell). "
          "Edges after extension: `high` = best T still at the cap, `low` = best T still the smallest T while "
