@@ -535,8 +535,8 @@ def test_budget_winner_lists_every_second_order_winner():
     bw = budget_winner(_frontier(losses), "bs16").set_index("measure")
     assert bw.loc["passes", "second_order_winners"] == ("hess-clip", "precond-dp-gd")
     assert bw.loc["passes", "reading"] == ("untested (no s.e. over seeds in the frontier table): second order lowest "
-                                           "at 2/3 budgets (in [1, 10] passes, by hess-clip, then precond-dp-gd), first "
-                                           "order at 1; crossover at 100 passes (dp-gd lowest)")
+                                           "at 2/3 budgets (in [1, 10] passes, by hess-clip, then precond-dp-gd), "
+                                           "first order at 1; crossover at 100 passes (dp-gd lowest)")
     # an exact tie: a tie under the tie rule; untested, it goes to the first-order method
     f = {"dp-gd": [0.3, 0.2, 0.1], "hess-clip": [0.3, 0.2, 0.1]}
     assert (budget_winner(_frontier(f, 0.01), "bs16")["tied_budgets"] == 3).all()

@@ -115,3 +115,23 @@ def test_rank_note_is_left_out_where_a_section_states_the_tie_rule():
     assert out.count(S.RANK_NOTE) == 2 and f"(x)\n\n{W.STATED}" in out and f"(y)\n\n{S.RANK_NOTE}\n\ntext" in out
     untested = body.replace(W.STATED, "The frontier table has no standard errors over seeds.")
     assert f"(x)\n\n{S.RANK_NOTE}\n\nThe frontier" in S._note_rankings(untested)
+
+
+def test_tracks_tie_table_lists_what_noise_cannot_separate_from_the_lowest():
+    from dpnewton.pipeline.claims import tuning_tracks as TT
+
+    def row(track, alg, mean, se):
+        return {"dataset": "d", "epsilon": 1.0, "track": track, "algorithm": alg, "excess_loss_mean": mean,
+                "excess_loss_se": se, "n_seeds": 8}
+
+    long = pd.DataFrame([row("oracle-tuned", "a", 0.10, 0.001), row("oracle-tuned", "b", 0.20, 0.001),
+                         row("private-selection", "a", 0.30, 0.05), row("private-selection", "b", 0.25, 0.05),
+                         row("fixed-rule", "a", float("nan"), 0.0)])
+    lines = TT.track_tie_lines(long)
+    assert lines[0].startswith(TT.TRACK_TIES_HEADING) and "Welch p >= 0.05" in lines[0]
+    # oracle: 0.1 vs 0.2 at s.e. 0.001 is significant; selection: 0.25 vs 0.3 at s.e. 0.05 is a tie
+    assert lines[-1] == "| d | 1 | a (0.1) | b (0.25), a | n/a |"
+    # the published report's table is the one the committed tables give
+    body = "x\n\n" + "\n".join(lines[:4]) + "\n| stale |\n\nafter"
+    assert TT.with_track_ties(body, long) == "x\n\n" + "\n".join(lines) + "\n\nafter"
+    assert "Tie set per cell and track" in (ROOT / "figures/claims.md").read_text()

@@ -29,7 +29,7 @@ from .summary import claim_rows, claim_table, heatmap, in_short, rewrite_report,
 from .ties import config_ties
 from .rules import DEGENERATE, FIG1_DATASET
 from .tables import CODE_COLUMNS, accounting_share, privacy_plans
-from .tuning_tracks import tracks_comparison, tracks_section
+from .tuning_tracks import track_table, tracks_comparison, tracks_section
 from .verdict import format_number as _fmt
 
 log = logging.getLogger("dpnewton.pipeline")
@@ -332,7 +332,7 @@ def markdown(verdicts: pd.DataFrame, extra: dict, protocol: dict | None, baselin
     L += budget_section(extra.get("budget_winner"), extra["methods"])
     L += beyond_section(extra.get("beyond"), extra["methods"])
     L += tight_section(extra.get("tight"), extra["conv"])
-    L += tracks_section(extra.get("tracks"), extra.get("tracks_declared"))
+    L += tracks_section(extra.get("tracks"), extra.get("tracks_declared"), extra.get("tracks_long"))
     L += cost_section(extra.get("cost"))
     L += _caveats()
     text = "\n".join(L)
@@ -371,6 +371,7 @@ def write_claims(inputs: dict, outputs: dict, claims: dict, protocol: dict | Non
         extra["tracks"] = tracks_comparison(frames, best, tracks or {}, claims["protocol_conversion"],
                                              baseline)
         extra["tracks_declared"] = tracks
+        extra["tracks_long"] = track_table(frames, best, tracks or {}, claims["protocol_conversion"])
     if benchmarks:
         extra["cost"] = run_cost(benchmarks, (protocol or {}).get("variants") or {})
     if inputs.get("floor") and inputs.get("tracks"):

@@ -25,16 +25,14 @@ from .cells import is_paper_method
 from .headline import HEADING, floor_line, sync_readme, verdict_line
 from .tie_columns import with_tie_columns
 from .ties import config_ties, family_ties, mark_ties, tie_counts, tie_sets
-from .tuning_tracks import NEAR_ORACLE, label_variants, not_better_than_trivial
+from .tuning_tracks import (NEAR_ORACLE, TRACKS, label_variants, not_better_than_trivial, track_table,
+                            with_track_ties)
 from .verdict import NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
 
 #: the summary figure beside the report (committed under figures/)
 FIGURE = "claims_summary.png"
 TOC_HEADING = "## Contents"
-#: the tracks in the report's order and their names
-TRACKS = {"oracle-tuned": "oracle-tuned (non-private upper bound)", "private-selection": "private selection",
-          "fixed-rule": "fixed rule (no tuning)"}
 #: the library's default: objective perturbation (tight profile), one configuration, no tuning
 DEFAULT_CONFIGURATION = "objpert"
 
@@ -88,27 +86,6 @@ def floor_lines(best: pd.DataFrame, floor: pd.DataFrame, conversion: str) -> lis
     frame = pd.DataFrame({"best_over_floor": m["excess_loss_mean"] / m["ridge_floor"],
                           "mechanism_over_floor": m["mechanism_excess_loss"] / m["ridge_floor"]})
     return floor_line(frame)
-
-
-def track_table(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict, conversion: str) -> pd.DataFrame:
-    """Long table (dataset, epsilon, track, method, mean, se, n) of the three tracks: oracle-tuned (the
-    label's lowest best-T mean over its declared variants, non-private), private selection, fixed rule."""
-    variants = label_variants(tracks_cfg)
-    b = best[best["conversion"] == conversion]
-    rows = []
-    for (ds, eps, label), g in tracks.groupby(["dataset", "epsilon", "method"], sort=True):
-        o = b[(b["dataset"] == ds) & np.isclose(b["epsilon"], eps) & b["algorithm"].isin(variants.get(label, []))]
-        o = o[np.isfinite(o["excess_loss_mean"].astype(float))]
-        if len(o):
-            r = o.loc[o["excess_loss_mean"].astype(float).idxmin()]
-            listed = ((tracks_cfg.get("selection") or {}).get("methods") or {}).get(label, {}).get("iterations")
-            missed = bool(listed) and int(r["best_T"]) not in listed
-            rows.append((ds, float(eps), "oracle-tuned", label, r["excess_loss_mean"], r["excess_loss_se"],
-                         r["n_seeds"], missed))
-        for r in g.itertuples():
-            rows.append((ds, float(eps), r.track, label, r.excess_loss, r.excess_loss_se, r.repetitions, False))
-    return pd.DataFrame(rows, columns=["dataset", "epsilon", "track", "algorithm", "excess_loss_mean",
-                                       "excess_loss_se", "n_seeds", "best_T_not_a_candidate"])
 
 
 def tracks_lines(long: pd.DataFrame, floor: pd.DataFrame, best: pd.DataFrame, variants: set, conversion: str,
@@ -320,10 +297,12 @@ def _note_rankings(body: str) -> str:
 
 
 def rewrite_report(report_md: str, short: list[str], table: list[str], ties: list[str] = (),
-                   best: pd.DataFrame | None = None, conversions: dict[str, str] | None = None) -> str:
+                   best: pd.DataFrame | None = None, conversions: dict[str, str] | None = None,
+                   tracks_long: pd.DataFrame | None = None) -> str:
     """The report with its "In short" section replaced by ``short`` + the claim table, a table of contents
-    before it, :data:`RANK_NOTE` under the sections that rank by the lowest mean and, given ``best`` and
-    ``conversions`` ("protocol", "tight"), the tie sets in their tables (:func:`.tie_columns.with_tie_columns`)."""
+    before it, :data:`RANK_NOTE` under the sections that rank by the lowest mean, given ``best`` and
+    ``conversions`` ("protocol", "tight") the tie sets in their tables (:func:`.tie_columns.with_tie_columns`)
+    and given ``tracks_long`` the tracks' tie table (:func:`.tuning_tracks.with_track_ties`)."""
     body = re.sub(rf"^({re.escape(TOC_HEADING)}|{re.escape(TIES_HEADING)})\n.*?(?=^## )", "", report_md,
                   flags=re.S | re.M)
     block = "\n".join(short + ["One line per claim (the verdict over its datasets and one number; details: "
@@ -332,6 +311,8 @@ def rewrite_report(report_md: str, short: list[str], table: list[str], ties: lis
     body = _note_rankings(body)
     if best is not None and conversions:
         body = with_tie_columns(body, best, conversions)
+    if tracks_long is not None:
+        body = with_track_ties(body, tracks_long)
     first = body.index(HEADING)
     return body[:first] + "\n".join(contents(body)) + "\n" + body[first:]
 
@@ -345,8 +326,9 @@ def republish(bundle: Path, report: Path, readme: Path | None, config: Path, con
     short = in_short(verdicts, best, floor, tracks, tracks_cfg, read("resources.csv"), conversion, tight)
     table = claim_table(claim_rows(verdicts, best, conversion))
     heatmap(config_ties(best, conversion), report.parent / FIGURE, conversion)
+    long = track_table(tracks, best, tracks_cfg, conversion) if len(tracks) else None
     atomic_write_text(report, rewrite_report(report.read_text(), short, table, tie_section(best, conversion), best,
-                                             {"protocol": conversion, "tight": tight}))
+                                             {"protocol": conversion, "tight": tight}, long))
     if readme is not None:
         sync_readme(readme, report)
 

@@ -16,7 +16,15 @@ import numpy as np
 import pandas as pd
 
 from ...estimator import DEFAULT_ALGORITHM
+from ..significance import ALPHA
+from .ties import mark_ties
 from .verdict import format_number as _fmt
+
+#: the tracks in the report's order and their names
+TRACKS = {"oracle-tuned": "oracle-tuned (non-private upper bound)", "private-selection": "private selection",
+          "fixed-rule": "fixed rule (no tuning)"}
+#: the first line of the tracks section's tie table (:func:`track_tie_lines`)
+TRACK_TIES_HEADING = "Tie set per cell and track"
 
 COLUMNS = ["dataset", "epsilon", "method", "oracle_tuned", "oracle_config", "selection", "selection_se",
            "selection_repetitions", "configurations", "expected_k", "tuning_iterations", "fixed", "fixed_se",
@@ -63,6 +71,58 @@ def tracks_comparison(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def track_table(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict, conversion: str) -> pd.DataFrame:
+    """Long table (dataset, epsilon, track, method, mean, se, n) of the three tracks: oracle-tuned (the
+    label's lowest best-T mean over its declared variants, non-private), private selection, fixed rule."""
+    variants = label_variants(tracks_cfg)
+    b = best[best["conversion"] == conversion]
+    rows = []
+    for (ds, eps, label), g in tracks.groupby(["dataset", "epsilon", "method"], sort=True):
+        o = b[(b["dataset"] == ds) & np.isclose(b["epsilon"], eps) & b["algorithm"].isin(variants.get(label, []))]
+        o = o[np.isfinite(o["excess_loss_mean"].astype(float))]
+        if len(o):
+            r = o.loc[o["excess_loss_mean"].astype(float).idxmin()]
+            listed = ((tracks_cfg.get("selection") or {}).get("methods") or {}).get(label, {}).get("iterations")
+            missed = bool(listed) and int(r["best_T"]) not in listed
+            rows.append((ds, float(eps), "oracle-tuned", label, r["excess_loss_mean"], r["excess_loss_se"],
+                         r["n_seeds"], missed))
+        for r in g.itertuples():
+            rows.append((ds, float(eps), r.track, label, r.excess_loss, r.excess_loss_se, r.repetitions, False))
+    return pd.DataFrame(rows, columns=["dataset", "epsilon", "track", "algorithm", "excess_loss_mean",
+                                       "excess_loss_se", "n_seeds", "best_T_not_a_candidate"])
+
+
+def track_tie_lines(long: pd.DataFrame) -> list[str]:
+    """Per cell and track (:func:`track_table`'s long table): the methods whose mean is not significantly above
+    the track's lowest (:func:`~.ties.mark_ties`), lowest first with its mean."""
+    head = (f"{TRACK_TIES_HEADING} (methods not significantly above the track's lowest mean, Welch p >= {ALPHA:g}; "
+            "the lowest first, with its mean):")
+    L = [head, "", "| dataset | eps | " + " | ".join(TRACKS.values()) + " |", "|---|---|" + "---|" * len(TRACKS)]
+    for (ds, eps), cell in long.groupby(["dataset", "epsilon"], sort=True):
+        cols = []
+        for track in TRACKS:
+            marked = mark_ties(cell[cell["track"] == track])
+            tied = marked[marked["tied"]].sort_values("ratio")
+            names = list(dict.fromkeys(tied["algorithm"]))
+            cols.append(f"{names[0]} ({_fmt(float(tied['excess_loss_mean'].iloc[0]))})" + "".join(
+                f", {m}" for m in names[1:]) if names else "n/a")
+        L.append(f"| {ds} | {float(eps):g} | " + " | ".join(cols) + " |")
+    return L
+
+
+def with_track_ties(body: str, long: pd.DataFrame) -> str:
+    """``body`` with the table after :data:`TRACK_TIES_HEADING` rebuilt from ``long`` (unchanged without one)."""
+    lines = body.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith(TRACK_TIES_HEADING)), None)
+    if start is None or not len(long):
+        return body
+    end = start + 2
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    lines[start:end] = track_tie_lines(long)
+    return "\n".join(lines)
+
+
 def not_better_than_trivial(table: pd.DataFrame, column: str) -> pd.Series:
     """Rows whose ``column`` (a track's mean excess loss) is finite and not below w = 0's."""
     v, t = table[column].astype(float), table["trivial"].astype(float)
@@ -90,9 +150,11 @@ def declared_lines(tracks_cfg: dict) -> list[str]:
     return L + [""]
 
 
-def tracks_section(table: pd.DataFrame | None, tracks_cfg: dict | None = None) -> list[str]:
+def tracks_section(table: pd.DataFrame | None, tracks_cfg: dict | None = None,
+                   long: pd.DataFrame | None = None) -> list[str]:
     """The report's section on the tracks (:func:`tracks_comparison`), with what was declared
-    (:func:`declared_lines`) and the winner per cell and track."""
+    (:func:`declared_lines`) and the tie set per cell and track (:func:`track_tie_lines` of ``long``,
+    :func:`track_table`'s)."""
     if table is None or not len(table):
         return []
 
@@ -121,13 +183,8 @@ def tracks_section(table: pd.DataFrame | None, tracks_cfg: dict | None = None) -
         L.append(f"| {r.dataset} | {r.epsilon:g} | {r.method} | {oracle} | "
                  f"{pm(r.selection, r.selection_se)}{mark['selection'][i]} | {fixed} | {_fmt(r.trivial)} | "
                  f"{_fmt(r.configurations)} | {_fmt(r.expected_k)} | {_fmt(r.tuning_iterations)} |")
-    L += ["", "Winner per cell (lowest mean):", "", "| dataset | eps | oracle-tuned | private selection | fixed rule |",
-          "|---|---|---|---|---|"]
-    winners = {col: cell_winners(table, col) for col in TRACK_COLUMNS}
-    for ds, eps in sorted({(r.dataset, r.epsilon) for r in table.itertuples()}):
-        cells = [f"{winners[col][ds, eps][0]} ({_fmt(winners[col][ds, eps][1])})" if (ds, eps) in winners[col]
-                 else "n/a" for col in TRACK_COLUMNS]
-        L.append(f"| {ds} | {eps:g} | " + " | ".join(cells) + " |")
+    if long is not None and len(long):
+        L += ["", *track_tie_lines(long)]
     return L + library_default_lines(table, library_default_label(tracks_cfg))
 
 
