@@ -84,9 +84,8 @@ def plan():
         # one line naming the key, the value, the rule and the fix (dpnewton.pipeline.schema)
         raise WorkflowError(str(exc)) from None
     try:
-        slots = dpnewton("pipeline.job_split").resolve_slots(
-            config.get("job_split", "auto"), workflow.is_main_process, job_slots(), os.environ
-        )
+        split = dpnewton("pipeline.job_split")
+        slots = split.resolve_slots(split.setting_of(config), workflow.is_main_process, job_slots(), os.environ)
     except ValueError as exc:
         raise WorkflowError(str(exc)) from None
     the_plan = pipecfg.expand(config, base_dir=REPO, slots=slots)

@@ -41,9 +41,17 @@ from .scheduling import JOB_START_S, SECONDS_PER_COST, cost_seconds, estimated_c
 #: config/config.yaml keeps every group (its longest, Hess-clip on a1a, 0.43 x C / S) and one of
 #: config/claims.yaml too (0.11 x C / S)
 SHARE = 0.5
+#: ``job_split`` where the config does not set it (no schema default: a default filled into the config would
+#: change the config hash of every config written before the key)
+DEFAULT = "auto"
 #: the job slots of the workflow's main process, passed on to the jobs it spawns (a cluster job parses the
 #: workflow again, with its own --cores, and must build the same plan)
 SLOTS_VARIABLE = "DPNEWTON_JOB_SLOTS"
+
+
+def setting_of(cfg: dict):
+    """The config's ``job_split`` (:data:`DEFAULT` when absent)."""
+    return cfg.get("job_split", DEFAULT)
 
 
 def max_job_seconds(setting, group_costs: list[float], cell_cost: float, slots: int | None) -> float:

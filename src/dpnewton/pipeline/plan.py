@@ -29,7 +29,7 @@ from ..data.loaders import Context
 from ..data.registry import get_spec
 from ..holdout import holdout_fraction
 from ..privacy import CONVERSIONS
-from .job_split import split_groups
+from .job_split import setting_of, split_groups
 from .jobspec import job_description, job_members, trajectories  # noqa: F401 (the plan's API)
 from .labels import config_hash, eps_label, seed_chunks, seed_list  # noqa: F401 (the plan's API)
 from .schema import SCHEMA_PATH, fill_defaults
@@ -317,9 +317,8 @@ def expand(cfg: dict, base_dir: str | Path = ".", registry=None, check_data: boo
             if precision != "float64":
                 spec["precision"] = precision
             jobs.append(Job(ds, alg, conv, e, label, spec))
-    split = cfg.get("job_split", "auto")              # no schema default on purpose (absent = auto)
     jobs = group_jobs(share_trajectories(jobs, algos, registry), registry, by_algorithm=grouping == "algorithm",
-                      split=split, slots=slots)
+                      split=setting_of(cfg), slots=slots)
     return Plan(cfg, datasets, dropped, algos, skipped, jobs, curves, warnings, holdout, precision=precision,
                 given=given)
 

@@ -60,13 +60,19 @@ def _checked(tasks: list[Task]) -> dict[str, Task]:
     return by_name
 
 
+def _needed_by(tasks: list[Task]) -> dict[str, list[str]]:
+    """Job name -> the names of the jobs that need it."""
+    out: dict[str, list[str]] = {}
+    for t in tasks:
+        for a in set(t.after):
+            out.setdefault(a, []).append(t.name)
+    return out
+
+
 def _topological(tasks: list[Task]) -> list[Task]:
     by_name = _checked(tasks)
     waiting = {t.name: len(set(t.after)) for t in tasks}
-    needed_by: dict[str, list[str]] = {}
-    for t in tasks:
-        for a in set(t.after):
-            needed_by.setdefault(a, []).append(t.name)
+    needed_by = _needed_by(tasks)
     order = [t for t in tasks if not waiting[t.name]]
     for t in order:                                   # grows while it is read
         for name in needed_by.get(t.name, []):
@@ -98,10 +104,7 @@ def simulate(tasks: list[Task], cores: int) -> Schedule:
     rank = {t.name: (-t.priority, -t.size, i) for i, t in enumerate(tasks)}
     threads = {t.name: min(t.threads, cores) for t in tasks}
     waiting = {t.name: set(t.after) for t in tasks}
-    needed_by: dict[str, list[str]] = {}
-    for t in tasks:
-        for a in set(t.after):
-            needed_by.setdefault(a, []).append(t.name)
+    needed_by = _needed_by(tasks)
     ready = sorted((t.name for t in tasks if not t.after), key=rank.__getitem__)
     running: list[tuple[float, int, str]] = []
     start: dict[str, float] = {}

@@ -26,7 +26,7 @@ from .headline import HEADING, floor_line, sync_readme, verdict_line
 from .tie_columns import with_tie_columns
 from .ties import config_ties, family_ties, mark_ties, tie_counts, tie_sets
 from .tuning_tracks import (NEAR_ORACLE, TRACKS, label_variants, not_better_than_trivial, track_table,
-                            with_track_ties)
+                            track_ties, with_track_ties)
 from .verdict import NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
 
@@ -94,13 +94,7 @@ def tracks_lines(long: pd.DataFrame, floor: pd.DataFrame, best: pd.DataFrame, va
     if not len(long):
         return []
     n = long[["dataset", "epsilon"]].drop_duplicates().shape[0]
-    parts = []
-    for track in TRACKS:
-        t = long[long["track"] == track]
-        if not len(t):
-            continue
-        marked = pd.concat([mark_ties(g) for _, g in t.groupby(["dataset", "epsilon"], sort=True)])
-        parts.append(f"{TRACKS[track]}: {_counts(tie_counts(tie_sets(marked, 'algorithm')), n)}")
+    parts = [f"{TRACKS[track]}: {_counts(tie_counts(sets), n)}" for track, sets in track_ties(long).items()]
     wide = long.pivot_table(index=["dataset", "epsilon", "algorithm"], columns="track",
                             values="excess_loss_mean").reset_index()
     ratio = (wide["private-selection"] / wide["oracle-tuned"]).groupby(wide["algorithm"]).median().dropna()

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...estimator import DEFAULT_ALGORITHM
 from ..significance import ALPHA
-from .ties import mark_ties
+from .ties import mark_ties, tie_sets
 from .verdict import format_number as _fmt
 
 #: the tracks in the report's order and their names
@@ -92,21 +92,32 @@ def track_table(tracks: pd.DataFrame, best: pd.DataFrame, tracks_cfg: dict, conv
                                        "excess_loss_se", "n_seeds", "best_T_not_a_candidate"])
 
 
+def track_ties(long: pd.DataFrame) -> dict[str, dict[tuple[str, float], list[str]]]:
+    """Track -> (dataset, epsilon) -> the methods not significantly above the track's lowest mean in that cell
+    (:func:`~.ties.mark_ties`, :func:`~.ties.tie_sets`), lowest first; ``long``: :func:`track_table`'s."""
+    out = {}
+    for track in TRACKS:
+        t = long[long["track"] == track]
+        if len(t):
+            out[track] = tie_sets(pd.concat([mark_ties(g) for _, g in t.groupby(["dataset", "epsilon"], sort=True)]),
+                                  "algorithm")
+    return out
+
+
 def track_tie_lines(long: pd.DataFrame) -> list[str]:
-    """Per cell and track (:func:`track_table`'s long table): the methods whose mean is not significantly above
-    the track's lowest (:func:`~.ties.mark_ties`), lowest first with its mean."""
+    """The table of :func:`track_ties`: per cell, each track's tie set, the lowest first with its mean."""
     head = (f"{TRACK_TIES_HEADING} (methods not significantly above the track's lowest mean, Welch p >= {ALPHA:g}; "
             "the lowest first, with its mean):")
     L = [head, "", "| dataset | eps | " + " | ".join(TRACKS.values()) + " |", "|---|---|" + "---|" * len(TRACKS)]
-    for (ds, eps), cell in long.groupby(["dataset", "epsilon"], sort=True):
+    ties = track_ties(long)
+    lowest = long.groupby(["track", "dataset", "epsilon"])["excess_loss_mean"].min()
+    for ds, eps in sorted({(ds, float(eps)) for ds, eps in zip(long["dataset"], long["epsilon"])}):
         cols = []
         for track in TRACKS:
-            marked = mark_ties(cell[cell["track"] == track])
-            tied = marked[marked["tied"]].sort_values("ratio")
-            names = list(dict.fromkeys(tied["algorithm"]))
-            cols.append(f"{names[0]} ({_fmt(float(tied['excess_loss_mean'].iloc[0]))})" + "".join(
-                f", {m}" for m in names[1:]) if names else "n/a")
-        L.append(f"| {ds} | {float(eps):g} | " + " | ".join(cols) + " |")
+            names = ties.get(track, {}).get((ds, eps), [])
+            cols.append(f"{names[0]} ({_fmt(float(lowest[track, ds, eps]))})" + "".join(f", {m}" for m in names[1:])
+                        if names else "n/a")
+        L.append(f"| {ds} | {eps:g} | " + " | ".join(cols) + " |")
     return L
 
 
