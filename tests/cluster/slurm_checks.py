@@ -27,8 +27,10 @@ JOBCOMP_RE = re.compile(r"\bJobId=(\d+)\b.*?\bJobState=(\S+)")
 TIMING_RE = re.compile(r"runtime|time|elapsed|(?:^|_)ratio(?:$|_)", re.IGNORECASE)
 # provenance columns that legitimately differ between runs: where and when a run was made (a
 # cluster node may be another machine) and the checkout's revision (a commit may land between the
-# runs); dpnewton.pipeline.jobs.HOST_COLUMNS plus git_revision. Software versions are compared.
-PROVENANCE_RE = re.compile(r"^(cpu_model|cpu_count|platform|blas_threads|timestamp_utc|git_revision)$")
+# runs); dpnewton.pipeline.jobs.HOST_COLUMNS plus git_revision; and config_hash, the hash of the spec
+# of the job a row came from: the SLURM run's plan, sized for its --jobs (config key job_split), splits
+# jobs the local run keeps whole, so the same row comes from another job. Software versions are compared.
+PROVENANCE_RE = re.compile(r"^(cpu_model|cpu_count|platform|blas_threads|timestamp_utc|git_revision|config_hash)$")
 # tables whose numeric values are all derived from wall-clock times: only their
 # shape, column names and non-numeric (key) columns are compared. The paper's
 # Table 1 is a runtime ratio (DP-GD vs ours), its wide form has eps=... columns;
