@@ -72,11 +72,6 @@ benchmarks/results/multiclass.md: at epsilon 1 softmax reaches 0.83 on digits ag
 one-vs-rest objpert and 0.57 for one-vs-rest DP-GD (standardized features)."""
 
 
-def _scaled_rows(X, fit_intercept: bool, data_norm: float):
-    """[x, 1] / data_norm (or x / data_norm), dense or CSR as X (the ``data_norm`` rows)."""
-    return training_rows(X, data_norm_map(X.shape[1], data_norm, fit_intercept))
-
-
 class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
     """Differentially private logistic regression (objective perturbation by default).
 
@@ -133,6 +128,8 @@ class DPLogisticRegression(LinearClassifierMixin, BaseEstimator):
         Choosing it from the private data breaks the guarantee. Prefer it for sparse rows with few
         non-zeros (one-hot data): the default sizes rows for sqrt(d/3) scaled features of norm, so
         a row with k ones reaches norm sqrt(3k/(2d)) (benchmarks/results/raw_data.md: a1a).
+        Memory: with data_norm and dense float64 C-ordered X (binary or one-vs-rest) the fit reads X in
+        place and copies none of it (:mod:`dpnewton.scaled_rows`); otherwise it holds one working copy.
     preprocessing_share : float in (0, 1), default=DEFAULT_PREPROCESSING_SHARE (0.5)
         Share of (epsilon, delta) spent on the private feature ranges (used only when neither
         ``bounds`` nor ``data_norm`` is given).

@@ -191,6 +191,11 @@ class LogisticProblem:
         out.w_opt, out.loss_opt = self.w_opt, self.loss_opt
         return out
 
+    def materialise(self) -> "LogisticProblem":
+        """The problem with its rows Z formed: itself (:class:`~dpnewton.scaled_rows.ScaledRowsProblem`,
+        which reads them from X, forms them on request)."""
+        return self
+
     def _gram_buffer(self) -> np.ndarray:
         """The reused (block x d) buffer of :meth:`_gram_pass`, shared with this problem's batches."""
         if self._work is None:

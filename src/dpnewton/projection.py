@@ -85,6 +85,19 @@ def row_norms(Z) -> np.ndarray:
     return norms
 
 
+def dense_row_norms(block: np.ndarray, first_row: int = 0) -> np.ndarray:
+    """||block_i|| per dense row: numpy's norm, and for a row whose sum of squares overflows the norm of
+    the rescaled row (:func:`scaled_rows`; a row with NaN or inf raises, named as row first_row + i)."""
+    with np.errstate(over="ignore"):  # overflowing rows are handled below
+        norms = np.linalg.norm(block, axis=1)
+    overflow = np.flatnonzero(~np.isfinite(norms))
+    if overflow.size:
+        ids, values = _entries(block, overflow)
+        big, unit_norm, _ = scaled_rows(ids, values, block.shape[0], "X", first_row)
+        norms[overflow] = big[overflow] * unit_norm[overflow]
+    return norms
+
+
 def project_dense_block(block: np.ndarray, signs: np.ndarray, out: np.ndarray, first_row: int = 0) -> None:
     """out = signs_i block_i / max(1, ||block_i||) for a block of dense rows (``out`` may be ``block``).
 
@@ -161,5 +174,5 @@ def signed_projection(X, y: np.ndarray, copy: bool = True):
     return Z
 
 
-__all__ = ["PROJECTION_BLOCK_BYTES", "block_rows", "project_csr_in_place", "project_dense_block", "row_ids",
-           "row_norms", "scaled_rows", "signed_projection"]
+__all__ = ["PROJECTION_BLOCK_BYTES", "block_rows", "dense_row_norms", "project_csr_in_place", "project_dense_block",
+           "row_ids", "row_norms", "scaled_rows", "signed_projection"]

@@ -5,13 +5,14 @@ A :class:`RowMap` sends a feature vector x to z = [(clip(x, lower, upper) - cent
 from a public row-norm bound (:func:`data_norm_map`). A binary problem's rows are then
 y_i z_i / max(1, ||z_i||) (:mod:`dpnewton.projection`).
 
-Memory: the fit's one working copy of X is Z itself. :func:`signed_problems` allocates it once (n x p
-float64, p = d + 1 with an intercept) and fills it in one pass over X, a block of rows at a time:
-map, row norm and signed projection while the block is in cache. X is only read. There is no case
-without that copy: Z carries the labels' signs, so it differs from X even when X already lies in the
-ball. One-vs-rest reuses the buffer: the next class's rows differ from the last's by a sign per row
-(exact in floating point). Sparse X (CSR) gets one CSR buffer of its entries plus the intercept's,
-mapped and projected in place block by block.
+Memory. Where the map neither clips nor centres (a public data_norm) and X is dense float64 C-contiguous,
+:func:`signed_problems` copies nothing: its problem (:class:`~dpnewton.scaled_rows.ScaledRowsProblem`) reads
+X in place, the signs, the projection and the scale held as one factor per row and per feature. Otherwise
+the fit's one working copy of X is Z itself: allocated once (n x p float64, p = d + 1 with an intercept) and
+filled in one pass over X, a block of rows at a time: map, row norm and signed projection while the block is
+in cache. X is only read. One-vs-rest reuses the buffer (or the row factors): the next class's rows differ
+from the last's by a sign per row (exact in floating point). Sparse X (CSR) gets one CSR buffer of its
+entries plus the intercept's, mapped and projected in place block by block.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from scipy import sparse
 from .loss import LogisticProblem
 from .preprocessing import affine_map
 from .projection import PROJECTION_BLOCK_BYTES, block_rows, project_csr_in_place, project_dense_block
+from .scaled_rows import ScaledRowsProblem
 
 INTERCEPT_COORDINATE = 1.0 / math.sqrt(2.0)
 """b, the constant coordinate of a training row z = [a x_scaled, b]: the intercept's weight is as free as
@@ -162,17 +164,36 @@ def _flip_signs(Z, flip: np.ndarray) -> None:
         Z[a:a + block] *= flip[a:a + block, None]
 
 
+def reads_in_place(X, row_map: RowMap) -> bool:
+    """Whether the problems read X itself (:class:`~dpnewton.scaled_rows.ScaledRowsProblem`): dense float64
+    C-contiguous X and a map that neither clips nor centres and scales every feature alike (a data_norm map).
+    Decided by X's type and layout and the public map only, never by its values."""
+    return (isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous
+            and not row_map.clips() and bool(np.all(row_map.scale == row_map.scale[0])))
+
+
 def signed_problems(X, row_map: RowMap, labels: Iterable[np.ndarray]) -> Iterator[LogisticProblem]:
     """The problems of rows y_i z_i / max(1, ||z_i||) for each label vector y in ``labels`` (values -1/+1;
     drawn one at a time), in order, all on ONE buffer (module docstring): a problem is valid until the
     next one is drawn.
 
-    Dense X: one pass fills and projects the buffer (the same bits as
-    ``LogisticProblem.from_xy(training_rows(X, row_map), y)``); sparse X: :func:`training_rows`, then its
-    values projected in place. Each further label vector flips the signs of the rows whose label changed.
+    X read in place (:func:`reads_in_place`): one :class:`~dpnewton.scaled_rows.ScaledRowsProblem` whose row
+    factors flip sign for each further label vector; no buffer. Otherwise dense X: one pass fills and
+    projects the buffer (the same bits as ``LogisticProblem.from_xy(training_rows(X, row_map), y)``);
+    sparse X: :func:`training_rows`, then its values projected in place. Each further label vector flips
+    the signs of the rows whose label changed.
     """
     labels = iter(labels)
     y = np.asarray(next(labels), dtype=np.float64)
+    if reads_in_place(X, row_map):
+        problem = ScaledRowsProblem.from_features(X, row_map.scale[0], row_map.b, y)
+        yield problem
+        for following in labels:
+            following = np.asarray(following, dtype=np.float64)
+            problem.flip_signs(y * following)
+            y = following
+            yield problem
+        return
     if sparse.issparse(X):
         Z = _sparse_rows(X, row_map)
         project_csr_in_place(Z, y)
@@ -193,4 +214,4 @@ def signed_problems(X, row_map: RowMap, labels: Iterable[np.ndarray]) -> Iterato
 
 
 __all__ = ["FEATURE_NORM_DIVISOR", "INTERCEPT_COORDINATE", "RowMap", "data_norm_map", "range_map",
-           "signed_problems", "training_rows"]
+           "reads_in_place", "signed_problems", "training_rows"]

@@ -39,7 +39,7 @@ def test_rebuilt_releases_are_the_ones_the_run_used(algorithm, relation):
     pair = audit_pair()
     results, releases, counts = release_transcripts(algorithm, pair, 1, list(range(40)), relation, EPSILON, 1e-5)
     w0 = pinned_start(pair)
-    assert np.isclose(w0 @ pair[1].Z[-1], -1.0)                           # margin -1: the canary's largest gradient
+    assert np.isclose(w0 @ pair[1].materialise().Z[-1], -1.0)   # margin -1: the canary's largest gradient
     assert (counts is None) == (relation == BENCHMARK_RELATION)
     _, rho = resolve_budget(EPSILON, 1e-5, 4, DEFAULT_CONVERSION, relation)
     scales = unit_scales(algorithm, 3, rho - (0.0 if counts is None else count_rho(rho)))

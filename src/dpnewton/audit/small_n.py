@@ -8,8 +8,8 @@ them apart.
 
 Pair (:func:`flipped_label_pair`): D = two rows x = (1, 0) with label 1 and one row x = (0, 1000)
 with label 0; D' = D plus the flipped-label canary x = (1, 0) with label 0. Every fit sees the rows
-the estimator builds, [x, 1] / data_norm with data_norm = 1, projected to the unit ball
-(:func:`dpnewton.estimator._scaled_rows`, :meth:`LogisticProblem.from_xy`), and runs the production
+the estimator builds, [x, 1] / data_norm with data_norm = 1, projected to the unit ball (the estimator's
+own problem, :func:`dpnewton.training_rows.signed_problems`, which reads X in place), and runs the production
 optimizer with fresh OS entropy per fit, as ``random_state=None`` does.
 
 Levels (:data:`LEVELS`), i.e. what the statistic sees:
@@ -41,6 +41,7 @@ from ..algorithms import get_algorithm
 from ..experiment import run_algorithm
 from ..loss import LogisticProblem
 from ..privacy.neighbouring import BENCHMARK_RELATION, LIBRARY_RELATION
+from ..training_rows import data_norm_map, signed_problems
 from .bounds import epsilon_lower_bound
 from .distinguisher import threshold_audit
 from .small_n_releases import DATASET, objpert_log_ratios, release_log_ratios
@@ -63,9 +64,9 @@ def flipped_label_pair() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarra
 
 
 def _problem(X: np.ndarray, y: np.ndarray) -> LogisticProblem:
-    from ..estimator import _scaled_rows  # the estimator's rows, imported on use (estimator imports sklearn)
-
-    return LogisticProblem.from_xy(_scaled_rows(X, True, 1.0), np.where(y == 1, 1.0, -1.0))
+    """The estimator's problem of (X, y) with data_norm = 1 (it reads X in place)."""
+    return next(signed_problems(np.ascontiguousarray(X, dtype=np.float64), data_norm_map(X.shape[1], 1.0, True),
+                                [np.where(y == 1, 1.0, -1.0)]))
 
 
 def audit_pair() -> tuple[LogisticProblem, LogisticProblem]:

@@ -50,7 +50,7 @@ DATASET = "small-n-audit"
 
 def pinned_start(pair: Pair) -> np.ndarray:
     """w0 = -z_c/||z_c|| for the canary z_c, the last row of D'."""
-    z = np.asarray(pair[1].Z[-1], dtype=np.float64)
+    z = np.asarray(pair[1].materialise().Z[-1], dtype=np.float64)
     return -z / np.linalg.norm(z)
 
 
@@ -131,13 +131,13 @@ def release_log_ratios(algorithm: str, pair: Pair, side: int, seeds: list, relat
 def objective_noise(problem: LogisticProblem, W: np.ndarray, lam: float) -> np.ndarray:
     """b_h(theta) = -sum_{z in D_h} l'(<z, theta>) z - Lambda theta = sum_i sigma(-<z_i, theta>) z_i - Lambda theta
     (sum form) for each row theta of ``W``: the objective noise that makes theta the minimiser on D_h."""
-    Z = np.asarray(problem.Z, dtype=np.float64)
+    Z = np.asarray(problem.materialise().Z, dtype=np.float64)
     return special.expit(-(W @ Z.T)) @ Z - lam * W
 
 
 def _objpert_log_densities(problem: LogisticProblem, W: np.ndarray, lam: float, sigma: float) -> np.ndarray:
     """log p_h(theta) + const per row theta of ``W`` under hypothesis ``problem`` (module docstring)."""
-    Z = np.asarray(problem.Z, dtype=np.float64)
+    Z = np.asarray(problem.materialise().Z, dtype=np.float64)
     p = special.expit(W @ Z.T)
     H = np.einsum("fi,ij,ik->fjk", p * (1.0 - p), Z, Z) + lam * np.eye(problem.d)
     b = objective_noise(problem, W, lam)
