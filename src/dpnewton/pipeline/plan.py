@@ -29,6 +29,7 @@ from ..data.loaders import Context
 from ..data.registry import get_spec
 from ..holdout import holdout_fraction
 from ..privacy import CONVERSIONS
+from .job_split import DEFAULT as DEFAULT_SPLIT
 from .job_split import setting_of, split_groups
 from .jobspec import job_description, job_members, trajectories  # noqa: F401 (the plan's API)
 from .labels import config_hash, eps_label, seed_chunks, seed_list  # noqa: F401 (the plan's API)
@@ -358,7 +359,7 @@ def share_trajectories(jobs: list[Job], algos: dict[str, dict], registry) -> lis
 GROUP_SHARED = ("dataset", "dataset_options", "base_algorithm", "delta", "seeds", "holdout", "precision")
 
 
-def group_jobs(jobs: list[Job], registry, by_algorithm: bool = False, split="wide", slots: int | None = None
+def group_jobs(jobs: list[Job], registry, by_algorithm: bool = False, split=DEFAULT_SPLIT, slots: int | None = None
                ) -> list[Job]:
     """The jobs of one dataset, seed chunk and registered algorithm become one job, whatever their
     configurations, conversions and epsilons, when its card is ``lockstep`` (batched, one configuration
