@@ -60,6 +60,7 @@ SECTIONS = [
     ("multiclass", "16. Multiclass rules: one softmax model vs one-vs-rest, non-private scaling"),
     ("schedule_default", "17. Schedule model: the default config's recorded job times replayed at 2 to 256 cores"),
     ("schedule_claims", "17b. Schedule model: the claims config's recorded job times replayed at 2 to 256 cores"),
+    ("step_levers", "18. Per-step levers: tanh sigmoid, float32 eigh, DP-GD batch width, Newton pass vs bare SYRK"),
 ]
 
 
