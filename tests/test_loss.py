@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from numpy.testing import assert_allclose
 from scipy import special
 
 from dpnewton.loss import LogisticProblem
@@ -151,3 +152,30 @@ def test_every_kth_row_is_a_view_with_the_subproblems_passes(toy_problem):
     np.testing.assert_allclose(sub.margins(w), ref.margins(w), rtol=0, atol=1e-15)
     np.testing.assert_allclose(sub.grad(w), ref.grad(w), rtol=0, atol=1e-15)
     np.testing.assert_allclose(sub.hessian(w), ref.hessian(w), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype, bound", [(np.float64, 2.3e-16), (np.float32, 6.5e-8)])
+def test_tanh_sigmoid_is_expit_to_its_absolute_error(dtype, bound):
+    """sigma(-m) in the tanh form against float64 expit: absolute error within the dtype's bound, every value
+    in [0, 1] (a row's gradient term keeps norm <= 1), and sigma(-m) + sigma(m) = 1 up to one rounding."""
+    from dpnewton.margin_functions import sigmoid_of_negative
+
+    m = np.concatenate([np.linspace(-60.0, 60.0, 200_001), [0.0, -1e30, 1e30]]).astype(dtype)
+    s = sigmoid_of_negative(m)
+    assert s.dtype == dtype
+    assert np.abs(s.astype(np.float64) - special.expit(-m.astype(np.float64))).max() <= bound
+    assert s.min() >= 0.0 and s.max() <= 1.0 and s[-3] == 0.5
+    assert np.abs(s + sigmoid_of_negative(-m) - 1.0).max() <= np.finfo(dtype).eps
+
+
+def test_a_float32_gram_block_has_at_least_two_rows_per_column():
+    from dpnewton.loss import FLOAT32_GRAM_ROWS_PER_COLUMN, GRAM_BLOCK_BYTES, row_block
+
+    for d in (20, 123, 784):
+        Z = np.random.default_rng(d).standard_normal((3000, d)) / (2 * np.sqrt(d))
+        wide, single = LogisticProblem(Z), LogisticProblem(Z, precision="float32")
+        assert wide._gram_buffer().shape[0] == row_block(d, GRAM_BLOCK_BYTES)
+        rows = max(row_block(d, GRAM_BLOCK_BYTES, 4), FLOAT32_GRAM_ROWS_PER_COLUMN * d)
+        assert single._gram_buffer().shape[0] == rows and (d < 784 or rows == 2 * d)
+        assert_allclose(single.weighted_gram(np.full(3000, 0.2)), wide.weighted_gram(np.full(3000, 0.2)),
+                        rtol=0, atol=1e-6)

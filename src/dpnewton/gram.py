@@ -33,7 +33,7 @@ def gram_pass(problem, coef: np.ndarray | None = None, w: np.ndarray | None = No
     dtype = problem.Z.dtype
     single = problem.precision == "float32"
     work = problem._gram_buffer()
-    block = work.shape[0]   # row_block(d, GRAM_BLOCK_BYTES): the problem's reused work buffer
+    block = work.shape[0]   # the problem's reused work buffer (LogisticProblem._gram_buffer)
     upper = np.zeros((d, d), order="F")
     block_upper = np.zeros((d, d), dtype=dtype, order="F") if single else None
     fused = w is not None

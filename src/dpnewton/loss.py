@@ -52,7 +52,7 @@ import scipy.sparse as sp
 from scipy import special
 
 from .gram import gram_pass
-from .margin_functions import SOI_COEFFICIENTS, logistic_loss_terms
+from .margin_functions import SOI_COEFFICIENTS, logistic_loss_terms, sigmoid_of_negative
 from .projection import row_norms, signed_projection
 
 PRECISIONS = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32)}
@@ -61,6 +61,11 @@ FIRST_ORDER_BLOCK_BYTES = 1 << 18
 """Block size of the stacked first-order pass: every run of a batch re-reads the block from cache."""
 GRAM_BLOCK_BYTES = 1 << 20
 """Block size of the Gram (SOI) pass: larger blocks make each SYRK call more efficient."""
+FLOAT32_GRAM_ROWS_PER_COLUMN = 2
+"""A float32 Gram block has at least this many rows per column of Z: each block's float32 SYRK result (d x d)
+is added into the float64 sum, a cost per block that 1 MiB blocks of wide rows (334 rows at d = 784) do not
+amortise: the fused pass was 1.24-1.39x a bare SYRK there, 1.16-1.19x with about 2d rows
+(benchmarks/results/step_levers.md, lever 4); at d ~ 100 the 1 MiB block already has 20d rows."""
 GEMM_MIN_RUNS = 8
 """Width from which :meth:`LogisticProblem.margins_and_grads` (dense Z) multiplies the whole stack of runs
 with each block of Z (two GEMMs per block) instead of one gemv pair per run. Measured on a1a, adult, protein
@@ -200,7 +205,10 @@ class LogisticProblem:
         """The reused (block x d) buffer of :meth:`_gram_pass`, shared with this problem's batches."""
         if self._work is None:
             dtype = self.Z.dtype
-            self._work = np.empty((row_block(self.d, GRAM_BLOCK_BYTES, dtype.itemsize), self.d), dtype=dtype)
+            rows = row_block(self.d, GRAM_BLOCK_BYTES, dtype.itemsize)
+            if self.precision == "float32":
+                rows = max(rows, FLOAT32_GRAM_ROWS_PER_COLUMN * self.d)
+            self._work = np.empty((rows, self.d), dtype=dtype)
         return self._work
 
     def _in(self, a: np.ndarray) -> np.ndarray:
@@ -354,7 +362,9 @@ class LogisticProblem:
         """:meth:`margins_and_grads` of a wide stack W (S, d), already in Z's precision: per block Z_b of
         :data:`GEMM_BLOCK_BYTES`, M_b = W Z_b^T and G -= sigma(-M_b) Z_b, two GEMMs that read the block
         once for every run. As in the gemv pass, the block sums accumulate in float64 (float32: each
-        block's products in float32, cast up), so only the summation order inside a block differs.
+        block's products in float32, cast up), so only the summation order inside a block differs. float32
+        takes sigma(-M) in its tanh form (:func:`~dpnewton.margin_functions.sigmoid_of_negative`: absolute
+        error <= 6e-8, the pass 1.16-1.38x faster at d ~ 100); float64 keeps ``expit``.
 
         Not bit for bit: a run's margins and gradient differ from the gemv pass's by at most 2e-15 of the run's
         largest entry in float64 and 1.2e-6 in float32 (measured on four datasets; tests/algorithms/test_batching.py
@@ -366,11 +376,12 @@ class LogisticProblem:
         Mt = np.empty((W.shape[0], n), dtype=self.Z.dtype)
         G = np.zeros((W.shape[0], d))
         block = row_block(d, GEMM_BLOCK_BYTES, self.Z.dtype.itemsize)
+        weights = sigmoid_of_negative if self.precision == "float32" else (lambda M: special.expit(-M))
         for a in range(0, n, block):
             Zb = self.Z[a:a + block]
             Mb = Mt[:, a:a + block]
             np.matmul(W, Zb.T, out=Mb)
-            G -= special.expit(-Mb) @ Zb
+            G -= weights(Mb) @ Zb
         return self._out(Mt.T), G / n
 
     def grad(self, w: np.ndarray) -> np.ndarray:

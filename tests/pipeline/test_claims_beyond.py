@@ -247,7 +247,7 @@ def test_library_default_against_the_tuned_tracks():
     text = "\n".join(tracks_section(full, cfg))
     assert "| a1a | 1 | 0.024 ± 0.002 | 0.02 (gd) | 1.2x | 0.05 (gd) | 0.48x |" in text
     assert "within 1.25x of the oracle-tuned best in 1 of 2 cells and within 2x in 1 (median 2.1x, max 3x)" in text
-    line = " ".join(tracks_lines(full, "lib"))
+    line = " ".join(tracks_lines(full, None, "lib"))
     assert "The library's default (lib, no tuning): within 1.25x of the oracle-tuned best in 1 of 2 cells" in line
     no_default = {"repetitions": 8, "fixed": {"methods": {"gd": cfg["fixed"]["methods"]["gd"]}}}
     assert "library's default" not in "\n".join(tracks_section(full, no_default))

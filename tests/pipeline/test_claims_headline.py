@@ -107,14 +107,24 @@ def test_budget_lines_count_the_papers_and_this_projects_methods_apart():
                                "crossover at 300 passes (dp-gd)).")
 
 
-def test_tracks_lines_winners_and_selection_ratio():
+def test_tracks_lines_tie_sets_and_selection_ratio():
     t = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "epsilon": [1.0] * 4, "method": ["dp-gd", "hess-clip"] * 2,
                       "oracle_tuned": [0.1, 0.2, 0.3, 0.1], "selection": [0.2, 0.3, 0.9, 0.2],
                       "fixed": [0.5, 0.4, np.nan, 0.3]})
-    lines = hl.tracks_lines(t)
-    assert lines[0] == ("* **Tuning paid for privately** (winner per cell, 2 cells): oracle-tuned (non-private upper "
-                        "bound): dp-gd in 1, hess-clip in 1; private selection: dp-gd in 1, hess-clip in 1; "
-                        "fixed rule: hess-clip in 2.")
+    # per-track means and s.e. over 10 seeds: on a, oracle-tuned 0.1 +- 0.001 vs 0.2 +- 0.001 (p << 0.05, dp-gd
+    # alone); private selection 0.2 +- 0.05 vs 0.3 +- 0.05 (p = 0.17: both tie); on b hess-clip alone everywhere
+    long = pd.DataFrame(
+        [("a", 1.0, "oracle-tuned", "dp-gd", 0.1, 0.001), ("a", 1.0, "oracle-tuned", "hess-clip", 0.2, 0.001),
+         ("a", 1.0, "private-selection", "dp-gd", 0.2, 0.05), ("a", 1.0, "private-selection", "hess-clip", 0.3, 0.05),
+         ("b", 1.0, "oracle-tuned", "dp-gd", 0.3, 0.001), ("b", 1.0, "oracle-tuned", "hess-clip", 0.1, 0.001),
+         ("b", 1.0, "private-selection", "dp-gd", 0.9, 0.001), ("b", 1.0, "private-selection", "hess-clip", 0.2, 0.001)],
+        columns=["dataset", "epsilon", "track", "algorithm", "excess_loss_mean", "excess_loss_se"]).assign(n_seeds=10)
+    lines = hl.tracks_lines(t, long)
+    assert lines[0] == ("* **Tuning paid for privately** (tie sets per track and cell, Welch p >= 0.05; 2 cells): "
+                        "oracle-tuned (non-private upper bound): dp-gd in 1, hess-clip in 1; private selection: "
+                        "hess-clip in 2, dp-gd in 1.")
+    assert hl.tracks_lines(t)[0] == ("* **Tuning paid for privately** (tie sets per track and cell, Welch p >= 0.05; "
+                                     "2 cells): no tie sets (no per-track s.e.).")
     assert lines[1] == ("  Private selection's loss / the oracle-tuned loss, median over cells: dp-gd 2.5x, "
                         "hess-clip 1.75x.")
     assert len(lines) == 2      # without w = 0's loss, no comparison with it

@@ -20,8 +20,9 @@ from .beyond import TARGETS, WHOSE, target_counts
 from .cells import SETTINGS, by_whose, is_paper_method
 from .cost import REFERENCE_CORES
 from .rules import UNTESTED
-from .tuning_tracks import (NEAR_ORACLE, TRACK_COLUMNS, cell_winners, default_ratios, library_default_label,
-                            library_default_table, not_better_than_trivial)
+from ..significance import ALPHA
+from .tuning_tracks import (NEAR_ORACLE, TRACKS, default_ratios, library_default_label, library_default_table,
+                            not_better_than_trivial, track_ties)
 from .verdict import NA, NOT, PARTLY, REPRODUCED
 from .verdict import format_number as _fmt
 
@@ -161,20 +162,21 @@ def budget_lines(winners: pd.DataFrame, methods) -> list[str]:
     return L
 
 
-def tracks_lines(tracks: pd.DataFrame, default_label: str | None = None) -> list[str]:
-    L = []
-    for col, name in zip(TRACK_COLUMNS, ("oracle-tuned (non-private upper bound)", "private selection",
-                                          "fixed rule")):
-        winners = [method for method, _ in cell_winners(tracks, col).values()]
-        if winners:
-            L.append(f"{name}: {_counts(pd.Series(winners))}")
+def tracks_lines(tracks: pd.DataFrame, long: pd.DataFrame | None = None, default_label: str | None = None
+                 ) -> list[str]:
+    """The tracks' lines: per track, how many cells' tie sets hold each method (:func:`.tuning_tracks.track_ties`
+    of the long table ``long``; without it no count is stated), the selection / oracle-tuned ratios, the
+    selected models no better than w = 0 and the library default's ratios."""
+    L = [f"{TRACKS[track]}: {_counts(pd.Series([m for names in sets.values() for m in names], dtype=object))}"
+         for track, sets in (track_ties(long) if long is not None and len(long) else {}).items()]
     ratios = []
     for method, g in tracks.groupby("method", sort=True):
         r = (g["selection"].astype(float) / g["oracle_tuned"].astype(float)).replace([np.inf, -np.inf], np.nan).dropna()
         if len(r):
             ratios.append(f"{method} {_fmt(float(r.median()))}x")
     n = tracks[["dataset", "epsilon"]].drop_duplicates().shape[0]
-    out = [f"* **Tuning paid for privately** (winner per cell, {n} cells): " + "; ".join(L) + "."]
+    out = [f"* **Tuning paid for privately** (tie sets per track and cell, Welch p >= {ALPHA:g}; {n} cells): "
+           + ("; ".join(L) if L else "no tie sets (no per-track s.e.)") + "."]
     if ratios:
         out.append("  Private selection's loss / the oracle-tuned loss, median over cells: " + ", ".join(ratios) + ".")
     if "trivial" in tracks:
@@ -216,7 +218,7 @@ def headline(verdicts: pd.DataFrame, extra: dict, conversion: str) -> list[str]:
         L += budget_lines(winners, extra["methods"])
     tracks = extra.get("tracks")
     if tracks is not None and len(tracks):
-        L += tracks_lines(tracks, library_default_label(extra.get("tracks_declared")))
+        L += tracks_lines(tracks, extra.get("tracks_long"), library_default_label(extra.get("tracks_declared")))
     cost = extra.get("cost")
     if cost is not None and len(cost):
         L.append(cost_line(cost))

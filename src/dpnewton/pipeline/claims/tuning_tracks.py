@@ -266,14 +266,3 @@ def default_ratios(table: pd.DataFrame) -> pd.Series:
 #: the tracks' loss columns of the comparison table, in the report's order
 TRACK_COLUMNS = ("oracle_tuned", "selection", "fixed")
 
-
-def cell_winners(table: pd.DataFrame, column: str) -> dict[tuple[str, float], tuple[str, float]]:
-    """(dataset, epsilon) -> (method, loss) with the lowest finite ``column`` in that cell (cells with
-    no finite value are absent; a tie goes to the first row)."""
-    out = {}
-    for key, g in table.groupby(["dataset", "epsilon"], sort=True):
-        v = g[column].astype(float)
-        v = v[np.isfinite(v)]
-        if len(v):
-            out[key] = (g.loc[v.idxmin(), "method"], float(v.min()))
-    return out
