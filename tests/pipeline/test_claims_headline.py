@@ -117,7 +117,8 @@ def test_tracks_lines_tie_sets_and_selection_ratio():
         [("a", 1.0, "oracle-tuned", "dp-gd", 0.1, 0.001), ("a", 1.0, "oracle-tuned", "hess-clip", 0.2, 0.001),
          ("a", 1.0, "private-selection", "dp-gd", 0.2, 0.05), ("a", 1.0, "private-selection", "hess-clip", 0.3, 0.05),
          ("b", 1.0, "oracle-tuned", "dp-gd", 0.3, 0.001), ("b", 1.0, "oracle-tuned", "hess-clip", 0.1, 0.001),
-         ("b", 1.0, "private-selection", "dp-gd", 0.9, 0.001), ("b", 1.0, "private-selection", "hess-clip", 0.2, 0.001)],
+         ("b", 1.0, "private-selection", "dp-gd", 0.9, 0.001),
+         ("b", 1.0, "private-selection", "hess-clip", 0.2, 0.001)],
         columns=["dataset", "epsilon", "track", "algorithm", "excess_loss_mean", "excess_loss_se"]).assign(n_seeds=10)
     lines = hl.tracks_lines(t, long)
     assert lines[0] == ("* **Tuning paid for privately** (tie sets per track and cell, Welch p >= 0.05; 2 cells): "
