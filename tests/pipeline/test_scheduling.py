@@ -13,7 +13,8 @@ import pytest
 
 from dpnewton.algorithms.costs import EIGH_PER_D2_OVER_N, GRAM_PER_D
 from dpnewton.pipeline import scheduling
-from dpnewton.pipeline.scheduling import (DEFAULT_SHAPE, MAX_JOB_PRIORITY, dataset_shape, estimated_cost, priority,
+from dpnewton.pipeline.scheduling import (DEFAULT_SHAPE, JOB_START_S, MAX_JOB_PRIORITY, SECONDS_PER_PASS_ND,
+                                          dataset_shape, estimated_cost, extension_chain, longest_seconds, priority,
                                           run_values)
 from tests.workflow.test_determinism import REPO, env
 from tests.workflow.test_parse_without_package import TEST_CONFIG
@@ -75,6 +76,31 @@ def test_extension_counts_the_cap_once_and_only_above_the_grid():
     newton = spec("hess-clip", dataset="fashion-mnist", grid=NEWTON, cap=4096, max_passes=76800)
     assert run_values(newton) == NEWTON + [by_passes]
     assert run_values(dict(newton, extend=dict(newton["extend"], max_iterations=256))) == NEWTON + [256]
+
+
+def test_the_longest_case_counts_the_whole_extension_chain():
+    """An extension that runs to its cap runs top x 2, top x 4, ... (dpnewton.pipeline.t_search.next_extension):
+    the longest case counts every one of them, the expected cost the cap once."""
+    assert extension_chain(300, 2, 9600) == [600, 1200, 2400, 4800, 9600]
+    assert extension_chain(300, 2, 9599) == [600, 1200, 2400, 4800]      # the cap itself is not a doubling
+    assert extension_chain(300, 2, 300) == [] and extension_chain(16, 1, 4096) == []
+    assert run_values(spec(cap=9600), longest=True) == FIRST_ORDER + [600, 1200, 2400, 4800, 9600]
+    assert run_values(spec(grid=[1], cap=9600), longest=True) == [1]    # a grid of one T is never extended
+    newton = spec("hess-clip", dataset="fashion-mnist", grid=NEWTON, cap=4096, max_passes=76800)
+    assert run_values(newton, longest=True) == NEWTON + [32, 64, 128, 256]      # 512 > the pass cap's 357
+    # by hand: DP-GD, one pass per update, 4 seeds, on adult
+    want = JOB_START_S + SECONDS_PER_PASS_ND * (440 + 600 + 1200 + 2400 + 4800 + 9600) * ADULT * 4
+    assert longest_seconds(spec(cap=9600)) == pytest.approx(want)
+    assert longest_seconds(spec(cap=None)) == pytest.approx(JOB_START_S + SECONDS_PER_PASS_ND * 440 * ADULT * 4)
+
+
+def test_the_longest_case_bounds_the_claims_runs_longest_job():
+    """The claims run's DP-GD job on adult at epsilon 10 (config/claims.yaml, six trajectories of four seeds,
+    extended to T = 76,800) took 48.4 min of wall time on this project's 2-core machine; its estimated seconds
+    said 3.3 min, its longest case must say more than it took."""
+    job = dict(spec(cap=76800, max_passes=76800), epsilon=10.0, eps_label="10")
+    six = 6 * (longest_seconds(job) - JOB_START_S) + JOB_START_S
+    assert six > 48.4 * 60 > 10 * scheduling.estimated_seconds(job) * 6
 
 
 def test_members_share_their_runs():

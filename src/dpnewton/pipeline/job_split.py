@@ -8,26 +8,28 @@ and list scheduling (Snakemake starts the ready jobs by priority) ends by C / S 
 few slots C / S is large and wide jobs cost nothing in length; on many, p_max sets the length. So:
 
 * ``wide``: no group is split;
-* ``auto`` (the default): a job may take at most max(:data:`SHARE` x C / S, p_cell) estimated seconds, with
+* ``auto`` (the default): a job may take at most max(:data:`SHARE` x C / S, p_cell) seconds, with
   C the summed estimated seconds (:func:`.scheduling.estimated_seconds`) of the plan's run jobs before any
   split, done or not, S the workflow's ``--cores`` (a cluster executor: its ``--jobs``) and p_cell the
-  longest cell job's (a trajectory, which no split shortens: no run is shorter than it, so no job needs to
-  be); without S (the plan built outside a workflow) no group is split. The run then lasts at most about
-  (1 + :data:`SHARE`) x max(C / S, p_cell) by the bound above, and a group that could not lengthen it
-  beyond that keeps its wide batches;
-* a number: a job may take at most that many estimated seconds.
+  longest cell job's longest seconds (a trajectory, which no split shortens: no run is shorter than it, so
+  no job needs to be); without S (the plan built outside a workflow) no group is split. The run then lasts
+  at most about (1 + :data:`SHARE`) x max(C / S, p_cell) by the bound above, and a group that could not
+  lengthen it beyond that keeps its wide batches;
+* a number: a job may take at most that many seconds.
 
-A job's estimated seconds are :func:`.scheduling.cost_seconds` of the summed :func:`.scheduling.estimated_cost`
-of its cell jobs (the plan's jobs before grouping: the cost model
-counts every trajectory's runs, not the savings of a wide batch). A group over the bound is split
-(:func:`split_group`): its epsilons are packed into the fewest jobs within the bound; an epsilon over the
-bound alone is packed, in the same way, from its trajectories (each a cell job: a configuration at one
-conversion, with the configurations that share its runs); a trajectory over the bound stays one job
-(``seeds_per_job`` splits its seeds). Packing is LPT: units largest first, each onto the lightest job, with
-the fewest jobs that keep every job of more than one unit within the bound. Each job keeps its cells in
-config order and is named by its first (:func:`.plan.merged_job`), a job of one cell being that cell's own
-job (spec, hash, name). Every run keeps its own generator, seeded from its identity, so its rows do not
-depend on the split but through the width of its batch (docs/pipeline.md, Job granularity).
+A job's length is bounded by its longest seconds (:func:`.scheduling.longest_seconds`: every T search in it
+extended to its cap, at a lone run's cost per pass), not by its estimated seconds: an extension that runs to
+the cap takes about 100 times a grid's runs, and the cost model cannot know before the run which will (the
+claims run's DP-GD job on adult at epsilon 10 took 48.4 min where its estimate said 3.3). A group over the
+bound is split (:func:`split_group`): its epsilons are packed into the fewest jobs within the bound; an
+epsilon over the bound alone is packed, in the same way, from its trajectories (each a cell job: a
+configuration at one conversion, with the configurations that share its runs); a trajectory over the bound
+stays one job (its seeds run one T search: ``seeds_per_job`` splits them, into searches of their own).
+Packing is LPT: units largest first, each onto the lightest job, with the fewest jobs that keep every job
+of more than one unit within the bound. Each job keeps its cells in config order and is named by its first
+(:func:`.plan.merged_job`), a job of one cell being that cell's own job (spec, hash, name). Every run keeps
+its own generator, seeded from its identity, so its rows do not depend on the split but through the width
+of its batch (docs/pipeline.md, Job granularity).
 """
 
 from __future__ import annotations
@@ -35,11 +37,10 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-from .scheduling import JOB_START_S, SECONDS_PER_COST, cost_seconds, estimated_cost
+from .scheduling import JOB_START_S, cost_seconds, estimated_cost, longest_seconds
 
-#: the longest job's estimated seconds as a share of C / S under ``auto`` (module docstring): a 2-core run of
-#: config/config.yaml keeps every group (its longest, Hess-clip on a1a, 0.43 x C / S) and one of
-#: config/claims.yaml too (0.11 x C / S)
+#: the longest job's longest case as a share of C / S under ``auto`` (module docstring): on 2 cores
+#: config/claims.yaml keeps 750 of its 755 wide jobs (5 split into 15), and on 16 or more every trajectory is a job
 SHARE = 0.5
 #: ``job_split`` where the config does not set it (no schema default: a default filled into the config would
 #: change the config hash of every config written before the key)
@@ -54,14 +55,14 @@ def setting_of(cfg: dict):
     return cfg.get("job_split", DEFAULT)
 
 
-def max_job_seconds(setting, group_costs: list[float], cell_cost: float, slots: int | None) -> float:
-    """The bound on a job's estimated seconds (module docstring) for ``job_split: setting``, the summed cost
-    of each group before any split, the largest cell job's cost and ``slots`` job slots (None: not known);
-    ``math.inf``: no split."""
+def max_job_seconds(setting, group_seconds: list[float], cell_seconds: float, slots: int | None) -> float:
+    """The bound on a job's longest seconds (module docstring) for ``job_split: setting``, the estimated
+    seconds of each group before any split, the largest longest seconds of a cell job and ``slots`` job slots
+    (None: not known); ``math.inf``: no split."""
     if setting == "wide" or (setting == "auto" and not slots):
         return math.inf
     if setting == "auto":
-        return max(SHARE * sum(cost_seconds(c) for c in group_costs) / int(slots), cost_seconds(cell_cost))
+        return max(SHARE * sum(group_seconds) / int(slots), cell_seconds)
     if isinstance(setting, Real) and not isinstance(setting, bool) and setting > 0:
         return float(setting)
     raise ValueError(f"config key job_split: {setting!r} is not auto, wide or a number of seconds > 0")
@@ -70,13 +71,12 @@ def max_job_seconds(setting, group_costs: list[float], cell_cost: float, slots: 
 def split_groups(groups: list[list], setting, slots: int | None) -> list[list]:
     """The plan's groups of cell jobs (:func:`.plan.job_groups`) after ``job_split: setting`` on ``slots``
     job slots (module docstring), each split group's parts in its place."""
-    costs = {job.key: estimated_cost(job.spec) for group in groups for job in group}
-    bound = max_job_seconds(setting, [sum(costs[j.key] for j in group) for group in groups],
-                            max(costs.values(), default=0.0), slots)
+    expected = [cost_seconds(sum(estimated_cost(job.spec) for job in group)) for group in groups]
+    longest = {job.key: longest_seconds(job.spec) - JOB_START_S for group in groups for job in group}
+    bound = max_job_seconds(setting, expected, JOB_START_S + max(longest.values(), default=0.0), slots)
     if not math.isfinite(bound):
         return groups
-    max_cost = (bound - JOB_START_S) / SECONDS_PER_COST       # cost_seconds(max_cost) = bound
-    return [part for group in groups for part in split_group(group, costs, max_cost)]
+    return [part for group in groups for part in split_group(group, longest, bound - JOB_START_S)]
 
 
 def pack(units: list[list], weight, bound: float) -> list[list]:

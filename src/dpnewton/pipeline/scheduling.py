@@ -16,6 +16,7 @@ import math
 
 from ..data import DatasetError
 from ..data.registry import get_spec
+from ..experiment import MAX_ITERATIONS
 from .frontier import pass_equivalents
 from .jobspec import job_members, trajectories
 from .schedule_model import Task, simulate
@@ -57,23 +58,24 @@ def _capped_extension(ext: dict, first: float, per: float) -> int:
     return cap
 
 
-def run_values(spec: dict) -> list[int]:
+def run_values(spec: dict, longest: bool = False) -> list[int]:
     """The T values the cost counts, one per (trajectory, T) (:func:`dpnewton.pipeline.plan.trajectories`:
     one trajectory per T serves every member of a trajectory; a lockstep job runs several), sorted:
     :func:`trajectory_values` of each."""
-    return sorted(T for _, Ts in _trajectory_costs(spec) for T in Ts)
+    return sorted(T for _, Ts in _trajectory_costs(spec, longest) for T in Ts)
 
 
-def trajectory_values(members: list[dict], first: float, per: float) -> list[int]:
+def trajectory_values(members: list[dict], first: float, per: float, longest: bool = False) -> list[int]:
     """The T values of one trajectory: the union of its members' grids, plus, for every member whose
     grid may be extended upwards, its cap (after its ``max_passes``, with the trajectory's pass model
-    ``first``, ``per``) once, when it is above the grid.
+    ``first``, ``per``) once, when it is above the grid; with ``longest``, every T of the extension's
+    chain instead (:func:`extension_chain`: the runs of a search that extends to its cap).
 
     Counting the cap's run once stands for the extension's expected cost: an extension doubles (by
     the rule's ``factor``) the largest T while the best T is at the top, so the runs it adds sum to
     about the last T x factor / (factor - 1); a run that is extended at all tends to go far (DP-GD
-    at epsilon 10), one that is not adds nothing. Downward extensions (T below the grid) are cheap
-    and not counted."""
+    at epsilon 10), most are not extended and add nothing. Downward extensions (T below the grid) are
+    cheap and not counted."""
     Ts: set[int] = set()
     for member in members:
         grid = [int(t) for t in member["iterations"]]
@@ -81,12 +83,25 @@ def trajectory_values(members: list[dict], first: float, per: float) -> list[int
         ext = member.get("extend")
         if ext and len(grid) > 1 and ext.get("max_iterations") is not None and ext.get("factor"):
             cap = _capped_extension(ext, first, per)
-            if cap > max(grid):
+            if longest:
+                Ts |= set(extension_chain(max(grid), int(ext["factor"]), cap))
+            elif cap > max(grid):
                 Ts.add(cap)
     return sorted(Ts)
 
 
-def _trajectory_costs(spec: dict) -> list[tuple[tuple[float, float], list[int]]]:
+def extension_chain(top: int, factor: int, cap: int) -> list[int]:
+    """The T values an upward extension from the grid's largest T ``top`` runs when its best T stays at the
+    top (:func:`dpnewton.pipeline.t_search.next_extension`): top x factor^k for k >= 1, while <= ``cap`` and
+    :data:`dpnewton.experiment.MAX_ITERATIONS`."""
+    out, T = [], top * factor
+    while factor > 1 and T <= min(cap, MAX_ITERATIONS):
+        out.append(T)
+        T *= factor
+    return out
+
+
+def _trajectory_costs(spec: dict, longest: bool = False) -> list[tuple[tuple[float, float], list[int]]]:
     """((first, per) pass model, T values) of every trajectory of the job (its first member's hyper-parameters)."""
     members = job_members(spec)
     n, d = dataset_shape(spec)
@@ -94,7 +109,7 @@ def _trajectory_costs(spec: dict) -> list[tuple[tuple[float, float], list[int]]]
     out = []
     for keys in trajectories(spec).values():
         first, per = pass_equivalents(base, n, d, members[keys[0]]["hyper"])
-        out.append(((first, per), trajectory_values([members[k] for k in keys], first, per)))
+        out.append(((first, per), trajectory_values([members[k] for k in keys], first, per, longest)))
     return out
 
 
@@ -108,14 +123,15 @@ def run_passes(first: float, per: float, T: int) -> float:
     return first + (T - 1) * per
 
 
-def estimated_cost(spec: dict) -> float:
+def estimated_cost(spec: dict, longest: bool = False) -> float:
     """The job's cost in pass-equivalents x n x d x seeds: the passes of every run of every trajectory
     (:func:`run_values`, :func:`run_passes` with :func:`dpnewton.pipeline.frontier.pass_equivalents` of the
     base algorithm and the trajectory's hyper-parameters), times n x d of the dataset (:func:`dataset_shape`),
-    times the number of seeds. An ordering heuristic, not a prediction (module docstring): a lockstep job's
-    wide batches cost less per run than this counts."""
+    times the number of seeds; with ``longest``, of the runs of a T search that extends every grid to its
+    cap (:func:`trajectory_values`). An ordering heuristic, not a prediction (module docstring): a lockstep
+    job's wide batches cost less per run than this counts."""
     n, d = dataset_shape(spec)
-    passes = sum(run_passes(first, per, T) for (first, per), Ts in _trajectory_costs(spec) for T in Ts)
+    passes = sum(run_passes(first, per, T) for (first, per), Ts in _trajectory_costs(spec, longest) for T in Ts)
     return passes * n * d * max(1, len(spec.get("seeds") or []))
 
 
@@ -135,6 +151,22 @@ JOB_START_S = 3.0
 #: figures/claims/resources.csv): (31,669 s of summed wall of its 755 run jobs - 755 x :data:`JOB_START_S`)
 #: / 1.311e15, their summed cost. A machine of another speed scales it
 SECONDS_PER_COST = 2.24e-11
+
+
+#: seconds of one pass-equivalent over an n x d matrix, per n x d, in a lone run on one BLAS thread: the 90th
+#: percentile over the claims run's timed configurations x datasets (figures/claims/update_costs.csv: the
+#: timing stage's seconds per update / (its card's passes per update x n x d); median 1.57e-10, range
+#: 4.5e-11 to 2.4e-10). A lockstep batch costs at most about this per run
+SECONDS_PER_PASS_ND = 2.1e-10
+
+
+def longest_seconds(spec: dict) -> float:
+    """The job's seconds if every T search in it extends its grid to the cap (:func:`estimated_cost` with
+    ``longest``) at :data:`SECONDS_PER_PASS_ND`, plus :data:`JOB_START_S`: what a job of the plan may take at
+    worst, the length :mod:`.job_split` bounds. The claims run's DP-GD job on adult at epsilon 10 (6
+    trajectories extended to T = 76,800) took 48.4 min against 61 min by this bound and 3.3 min by
+    :func:`estimated_seconds` (docs/pipeline.md, Job granularity)."""
+    return JOB_START_S + SECONDS_PER_PASS_ND * estimated_cost(spec, longest=True)
 
 
 def estimated_seconds(spec: dict) -> float:
@@ -168,7 +200,8 @@ def plan_lines(plan, cores: int | None, done=lambda job: False, unit: str = "cor
     """What a run of ``plan`` will do, for the console before the first job (and in a dry run): the
     datasets dropped and why (the plan's warnings), the optimizer jobs, and the estimated duration of
     those not ``done`` on ``cores`` (1 when not given; ``unit`` names them: a cluster run's job slots)
-    by :func:`estimated_seconds` and :func:`makespan`, with the longest job's."""
+    by :func:`estimated_seconds` and :func:`makespan`, with the longest job's and the longest case of any job
+    (:func:`longest_seconds`)."""
     lines = [f"WARNING: {w}" for w in plan.warnings]
     pending = [j for j in plan.jobs if not done(j)]
     seconds = [estimated_seconds(j.spec) for j in pending]
@@ -180,7 +213,9 @@ def plan_lines(plan, cores: int | None, done=lambda job: False, unit: str = "cor
     else:
         lines.append(f"optimizer jobs: {len(pending)} to run of {len(plan.jobs)}; estimated "
                      f"{_duration(makespan(seconds, cores or 1))} {on} "
-                     f"({_duration(sum(seconds))} summed, longest job {_duration(max(seconds))}; "
+                     f"({_duration(sum(seconds))} summed, longest job {_duration(max(seconds))}, at most "
+                     f"{_duration(max(longest_seconds(j.spec) for j in pending))} if its T searches extend to their "
+                     f"caps; "
                      f"the scheduler's cost model, a rough guide; "
                      f"tracks, timing stage and figures not counted)")
     return lines
